@@ -1,0 +1,8 @@
+"""ir_passes: automatic differentiation of LLVM IR functions, written in Python.
+
+Independent of Numba: it differentiates any LLVM function given per-argument activities and a
+small ABI description. Depends only on llvmlite.
+"""
+from .errors import ActivityError, EnzymePyError, InvalidIRError, UnsupportedError
+
+__all__ = ["ActivityError", "EnzymePyError", "InvalidIRError", "UnsupportedError"]

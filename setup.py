@@ -1,0 +1,17 @@
+from setuptools import find_packages, setup
+
+setup(
+    name="enzyme_py",
+    version="0.1.0",
+    description="Automatic differentiation of Numba-compiled Python at the LLVM-IR level",
+    packages=find_packages(include=["enzyme_py", "enzyme_py.*", "ir_passes", "ir_passes.*"]),
+    python_requires=">=3.10",
+    install_requires=[
+        # The IR text format changes across LLVM versions: numba 0.68 / llvmlite 0.50 = LLVM 22.
+        "numba>=0.68,<0.69",
+        "llvmlite>=0.50,<0.51",
+        "numpy>=1.24",
+    ],
+    extras_require={"test": ["pytest>=7", "filecheck>=1.0", "hypothesis>=6"]},
+    entry_points={"console_scripts": ["enzyme-py=enzyme_py.cli:main"]},
+)
