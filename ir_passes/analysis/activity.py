@@ -1,0 +1,149 @@
+"""Activity analysis: which values carry derivatives, which pointers address shadowed memory.
+
+Forward ("varied"): a value is varied when it may depend on an active input: a float scalar
+argument marked active/dup, or a load through a shadowed pointer. A pointer is shadowed when
+it is derived (GEP, select, phi, bitcast) from a shadowed argument (the data pointer of a dup
+array, the return slot of an active return) or from an alloca that holds varied values.
+Backward ("useful"): a value is useful when it may reach an output, i.e. flows into a store
+through a shadowed pointer. Active = varied and useful; inactive values get no derivative
+code. The result is immutable and printable (`print_activity`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..ir.printer import print_function
+from ..ir.types import ArrayType, FloatType, IntType, StructType, Type, VectorType
+from ..ir.values import Argument, Function, Instruction, Value
+
+# Opcodes whose (float) result is varied if any operand is.
+_PROPAGATE = {"fadd", "fsub", "fmul", "fdiv", "frem", "fneg", "fpext", "fptrunc", "select",
+              "phi", "extractvalue", "insertvalue", "extractelement", "insertelement",
+              "shufflevector", "freeze", "call", "bitcast", "load"}
+_POINTER_DERIVING = {"getelementptr", "select", "phi", "bitcast", "addrspacecast", "freeze"}
+
+
+def carries_float(t: Type) -> bool:
+    """Whether values of type `t` can hold a differentiable float."""
+    if isinstance(t, FloatType):
+        return True
+    if isinstance(t, (VectorType, ArrayType)):
+        return carries_float(t.element)
+    if isinstance(t, StructType):
+        return any(carries_float(e) for e in t.elements)
+    return False
+
+
+@dataclass(frozen=True)
+class ActivityInfo:
+    varied: frozenset[Value]
+    useful: frozenset[Value]
+    shadowed: frozenset[Value]       # pointers into memory that has a shadow
+
+    def is_varied(self, v: Value) -> bool:
+        return v in self.varied
+
+    def is_active(self, v: Value) -> bool:
+        return v in self.varied and v in self.useful
+
+    def has_shadow(self, v: Value) -> bool:
+        return v in self.shadowed
+
+
+def analyze_activity(fn: Function, varied_args: set[Argument],
+                     shadowed_args: set[Argument]) -> ActivityInfo:
+    varied: set[Value] = set(varied_args)
+    shadowed: set[Value] = set(shadowed_args)
+    changed = True
+    while changed:
+        changed = False
+        for inst in fn.instructions():
+            if inst.type.is_pointer or isinstance(inst.type, VectorType) and inst.type.element.is_pointer:
+                if inst not in shadowed and _derives_shadowed(inst, shadowed):
+                    shadowed.add(inst)
+                    changed = True
+            elif inst not in varied and _is_varied(inst, varied, shadowed):
+                varied.add(inst)
+                changed = True
+            if inst.opcode == "store":
+                value, ptr = inst.operands
+                base = _alloca_base(ptr)
+                if value in varied and base is not None and base not in shadowed:
+                    shadowed.add(base)
+                    changed = True
+    useful = _useful(fn, varied, shadowed)
+    return ActivityInfo(frozenset(varied), frozenset(useful), frozenset(shadowed))
+
+
+def _derives_shadowed(inst: Instruction, shadowed: set[Value]) -> bool:
+    if inst.opcode in _POINTER_DERIVING:
+        ops = inst.operands[1:] if inst.opcode == "select" else inst.operands
+        return any(op in shadowed for op in ops)
+    return False
+
+
+def _is_varied(inst: Instruction, varied: set[Value], shadowed: set[Value]) -> bool:
+    if inst.opcode not in _PROPAGATE:
+        return False
+    if inst.opcode == "load":
+        return inst.operands[0] in shadowed and (carries_float(inst.type)
+                                                 or isinstance(inst.type, IntType))
+    if not carries_float(inst.type):
+        return False
+    ops = inst.operands[1:] if inst.opcode == "select" else inst.operands
+    return any(op in varied for op in ops)
+
+
+def _alloca_base(ptr: Value) -> Instruction | None:
+    while isinstance(ptr, Instruction) and ptr.opcode == "getelementptr":
+        ptr = ptr.operands[0]
+    return ptr if isinstance(ptr, Instruction) and ptr.opcode == "alloca" else None
+
+
+def _useful(fn: Function, varied: set[Value], shadowed: set[Value]) -> set[Value]:
+    useful: set[Value] = set()
+    work: list[Value] = []
+    for inst in fn.instructions():
+        if inst.opcode == "store" and inst.operands[1] in shadowed and inst.operands[0] in varied:
+            work.append(inst.operands[0])
+        elif inst.opcode == "call" and any(op in shadowed for op in inst.operands):
+            work.extend(op for op in inst.operands if op in varied)
+    while work:
+        v = work.pop()
+        if v in useful:
+            continue
+        useful.add(v)
+        if isinstance(v, Instruction):
+            work.extend(op for op in v.operands if op in varied and op not in useful)
+    return useful
+
+
+def print_activity(fn: Function, info: ActivityInfo) -> str:
+    """The function's IR with each instruction annotated, like Enzyme's print-activity."""
+    lines = print_function(fn, keep_metadata=False).splitlines()
+    insts = list(fn.instructions())
+    out: list[str] = []
+    k = 0
+    for line in lines:
+        if line.startswith("  ") and k < len(insts):
+            inst = insts[k]
+            k += 1
+            line = f"{line:<72} ; {_label(inst, info)}"
+        out.append(line)
+    return "\n".join(out)
+
+
+def _label(inst: Instruction, info: ActivityInfo) -> str:
+    if inst.opcode == "store":
+        ptr = inst.operands[1]
+        return "active store (shadowed memory)" if ptr in info.shadowed else "inactive"
+    if inst in info.shadowed:
+        return "shadowed pointer"
+    if info.is_active(inst):
+        return "active"
+    if inst in info.varied:
+        return "varied, not useful"
+    return "inactive"
+
+
+__all__ = ["ActivityInfo", "analyze_activity", "carries_float", "print_activity"]

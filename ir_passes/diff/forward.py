@@ -1,0 +1,400 @@
+"""Forward mode: a copy of the primal that carries a tangent beside every active value.
+
+Blocks are visited in reverse post-order; each primal instruction is cloned and, when active,
+followed by its tangent computation (rules from the shared registry), so tangents live in the
+same blocks as their primal values. Pointers into shadowed memory get shadow pointers formed
+by the same address arithmetic; loads and stores through them read and write tangents.
+
+Vector forward mode (width k > 1) uses LLVM vectors: a float's tangent is `<k x T>`, a
+shadow pointer is `<k x ptr>` (one pointer per lane of the shadow array's leading axis).
+The primal's return slot becomes a local alloca with a shadow alloca; every `ret` of the
+primal stores (value, tangent) into the derivative's return slot.
+"""
+from __future__ import annotations
+
+from ..analysis.activity import ActivityInfo, analyze_activity, carries_float
+from ..analysis.cfg import reverse_post_order
+from ..diagnostics import Diagnostics
+from ..errors import ActivityError
+from ..ir.builder import Builder, add_incoming, declare
+from ..ir.clone import clone_instruction
+from ..ir.types import (I64, PTR, VOID, ArrayType, FloatType, IntType, StructType, Type,
+                        VectorType)
+from ..ir.values import (Argument, Block, ConstFloat, Constant, Function, Instruction, Module,
+                         Value, const_int, zero)
+from .memory import MEMORY_INTRINSICS, INERT_CALLS, is_memory_intrinsic, pointer_base
+from .returns import ReturnSlot, find_return_type, pack_results
+from .rules import lookup
+from .rules.emitter import MathEmitter
+from .rules.math import math_rule_name
+from .signature import build_signature, lane_stride
+from .spec import Activity, DiffSpec
+
+
+def synthesize_forward(module: Module, spec: DiffSpec) -> Function:
+    """Add the forward-mode derivative described by `spec` to `module` and return it."""
+    fn = _Forward(module, spec).run()
+    module.add_function(fn)
+    return fn
+
+
+class _Forward:
+    def __init__(self, module: Module, spec: DiffSpec) -> None:
+        self.module = module
+        self.spec = spec
+        self.primal = module.functions[spec.primal]
+        self.diag = Diagnostics(module, self.primal)
+        self.sig = build_signature(self.primal, spec)
+        self.fn = self.sig.fn
+        self.width = spec.width
+        self.b = Builder()
+        self.m = MathEmitter(self.b, module)
+        self.vmap: dict[Value, Value] = dict(self.sig.primal_args)
+        self.tangents: dict[Value, Value] = {}
+        self.shadows: dict[Value, Value] = {}
+        self.blocks: dict[Block, Block] = {}
+        self.phis: list[tuple[Instruction, Instruction, Instruction | None, Instruction | None]] = []
+
+    # ------------------------------------------------------------ driver
+    def run(self) -> Function:
+        varied, shadowed = self._seeds()
+        self.info: ActivityInfo = analyze_activity(self.primal, varied, shadowed)
+        entry = self.fn.add_block("entry")
+        order = reverse_post_order(self.primal)
+        for block in order:
+            self.blocks[block] = self.fn.add_block(block.name)
+        self.b.position_at_end(entry)
+        self._bind_arguments()
+        self.b.br(self.blocks[self.primal.entry])
+        for block in order:
+            self.b.position_at_end(self.blocks[block])
+            for inst in block.instructions:
+                self._visit(inst)
+        self._fill_phis()
+        return self.fn
+
+    def _seeds(self) -> tuple[set[Argument], set[Argument]]:
+        varied: set[Argument] = set()
+        shadowed: set[Argument] = set()
+        for p in self.spec.params:
+            if p.activity is Activity.ACTIVE:
+                raise ActivityError(f"parameter '{p.name}': 'active' is reverse mode only; "
+                                    "use 'dup' to pass a tangent in forward mode")
+            if not p.activity.has_shadow:
+                continue
+            if p.is_array:
+                shadowed.add(self.primal.args[p.data_arg])
+            else:
+                arg = self.primal.args[p.args[0]]
+                if len(p.args) != 1 or not isinstance(arg.type, FloatType):
+                    raise ActivityError(f"parameter '{p.name}' is not a float: mark it 'const'")
+                varied.add(arg)
+        self.slot = ReturnSlot(find_return_type(self.primal, self.spec.retptr))
+        if self.spec.ret.is_differentiated and self.slot.differentiable:
+            shadowed.add(self.primal.args[self.spec.retptr])
+        return varied, shadowed
+
+    def _bind_arguments(self) -> None:
+        b, k = self.b, self.width
+        for p in self.spec.params:
+            if not p.activity.has_shadow:
+                continue
+            sargs = self.sig.shadow_args[p.name]
+            if k == 1:
+                target = self.shadows if p.is_array else self.tangents
+                key = self.primal.args[p.data_arg if p.is_array else p.args[0]]
+                target[key] = sargs[4] if p.is_array else sargs[0]
+            elif p.is_array:
+                self.shadows[self.primal.args[p.data_arg]] = self._lane_pointers(sargs)
+            else:
+                arg = self.primal.args[p.args[0]]
+                self.tangents[arg] = self._gather(arg.type, self._lane_pointers(sargs))
+        retptr = self.primal.args[self.spec.retptr]
+        self.slot_ptr = b.alloca(self.slot.type, "ret.slot")
+        self.vmap[retptr] = self.slot_ptr
+        if retptr in self.info.shadowed:
+            lanes = b.alloca(ArrayType(k, self.slot.type), "ret.slot'")
+            b.store(zero(ArrayType(k, self.slot.type)), lanes)
+            if k == 1:
+                self.shadows[retptr] = lanes
+            else:
+                ptrs = [b.gep(ArrayType(k, self.slot.type), lanes, [const_int(I64, 0),
+                              const_int(I64, j)]) for j in range(k)]
+                self.shadows[retptr] = self._vector_of(ptrs)
+
+    def _lane_pointers(self, array_args: list[Argument]) -> Value:
+        """`<k x ptr>`: lane j points at data + j * stride0 of a shadow array."""
+        b = self.b
+        data, stride = array_args[4], lane_stride(array_args)
+        ptrs = [b.gep(IntType(8), data, [b.mul(stride, const_int(I64, j))])
+                for j in range(self.width)]
+        return self._vector_of(ptrs)
+
+    def _vector_of(self, elems: list[Value]) -> Value:
+        vec: Value = Constant(VectorType(len(elems), elems[0].type), "poison")
+        for j, e in enumerate(elems):
+            vec = self.b.insertelement(vec, e, j)
+        return vec
+
+    # ------------------------------------------------------------ per instruction
+    def _visit(self, inst: Instruction) -> None:
+        if inst.opcode == "phi":
+            return self._phi(inst)
+        if inst.opcode == "ret":
+            return self._return(inst)
+        clone = self.b.insert(clone_instruction(inst, self._map, self.blocks.__getitem__))
+        self.vmap[inst] = clone
+        if inst in self.info.shadowed:
+            self._shadow_pointer(inst)
+        elif inst in self.info.varied:
+            self.b.fast_math = tuple(f for f in inst.flags if f in _FMF)
+            self.tangents[inst] = self._tangent(inst, clone)
+            self.b.fast_math = ()
+        elif inst.opcode == "store":
+            self._store(inst)
+        elif inst.opcode == "call":
+            self._inactive_call(inst)
+        elif inst.opcode == "alloca" or inst.opcode in ("ptrtoint", "inttoptr"):
+            self._check_escape(inst)
+
+    def _map(self, v: Value) -> Value:
+        return self.vmap.get(v, v)
+
+    def _tangent_type(self, t: Type) -> Type:
+        if self.width == 1:
+            return t
+        if isinstance(t, FloatType):
+            return VectorType(self.width, t)
+        if isinstance(t, StructType):
+            return StructType(tuple(self._tangent_type(e) for e in t.elements), t.packed)
+        if isinstance(t, ArrayType):
+            return ArrayType(t.count, self._tangent_type(t.element))
+        raise self.diag.unsupported(f"vector forward mode over values of type {t}")
+
+    def tangent(self, v: Value) -> Value:
+        t = self.tangents.get(v)
+        return t if t is not None else zero(self._tangent_type(v.type))
+
+    def _tangent(self, inst: Instruction, clone: Instruction) -> Value:
+        b, op = self.b, inst.opcode
+        if op == "load":
+            return self._load_shadow(inst)
+        if op in ("fpext", "fptrunc"):
+            return b.cast(op, self.tangent(inst.operands[0]), self._tangent_type(inst.type))
+        if op == "select":
+            c, x, y = inst.operands
+            return b.select(self._map(c), self.tangent(x), self.tangent(y))
+        if op == "freeze":
+            return self.tangent(inst.operands[0])
+        if op == "extractvalue":
+            return b.extractvalue(self.tangent(inst.operands[0]), inst.indices)
+        if op == "insertvalue":
+            agg, v = inst.operands
+            return b.insertvalue(self.tangent(agg), self.tangent(v), inst.indices)
+        if op in ("extractelement", "insertelement", "shufflevector") and self.width == 1:
+            t = clone_instruction(inst, self.tangent_or_same, self.blocks.__getitem__)
+            return b.insert(t)
+        return self._apply_rule(inst, clone)
+
+    def tangent_or_same(self, v: Value) -> Value:
+        """For lane-shuffling ops: tangents for float vectors, primal values for indices/masks."""
+        return self.tangent(v) if carries_float(v.type) else self._map(v)
+
+    def _apply_rule(self, inst: Instruction, clone: Instruction) -> Value:
+        name = inst.opcode if inst.opcode != "call" else math_rule_name(
+            inst.callee_name or "", inst.type)
+        rule = lookup(name)
+        if rule is None:
+            what = f"call to '{inst.callee_name}'" if inst.opcode == "call" else \
+                f"instruction '{inst.opcode}'"
+            raise self.diag.unsupported(f"no derivative rule for {what}", inst,
+                                        "register a custom rule for it")
+        args = [self._map(a) for a in inst.operands]
+        partials = rule.partials(self.m, args, clone)
+        total: Value | None = None
+        for a, p in zip(inst.operands, partials):
+            if p is None or a not in self.tangents:
+                continue
+            term = self._scale(p, self.tangents[a])
+            total = term if total is None else self.b.fadd(total, term)
+        return total if total is not None else zero(self._tangent_type(inst.type))
+
+    def _scale(self, p: Value, t: Value) -> Value:
+        if isinstance(p, ConstFloat) and p.value == 1.0:
+            return t
+        if isinstance(p, ConstFloat) and p.value == -1.0:
+            return self.b.fneg(t)
+        return self.b.fmul(self.b.splat(p, self.width) if self.width > 1 else p, t)
+
+    # ------------------------------------------------------------ memory
+    def _shadow_pointer(self, inst: Instruction) -> None:
+        b, op = self.b, inst.opcode
+        if op == "getelementptr":
+            base, *idx = inst.operands
+            self.shadows[inst] = b.gep(inst.source_type, self._shadow_of(base, inst),  # type: ignore[arg-type]
+                                       [self._map(i) for i in idx], flags=inst.flags)
+        elif op == "select":
+            c, x, y = inst.operands
+            self.shadows[inst] = b.select(self._map(c), self._shadow_of(x, inst),
+                                          self._shadow_of(y, inst))
+        elif op in ("bitcast", "addrspacecast", "freeze"):
+            self.shadows[inst] = self._shadow_of(inst.operands[0], inst)
+        elif op == "alloca":
+            self.shadows[inst] = self._shadow_alloca(inst)
+        else:
+            raise self.diag.unsupported(f"pointer produced by '{op}' into shadowed memory", inst)
+
+    def _shadow_of(self, ptr: Value, user: Instruction) -> Value:
+        s = self.shadows.get(ptr)
+        if s is None:
+            raise self.diag.unsupported(
+                "a pointer that may address either shadowed or unshadowed memory", user,
+                f"mark every array reaching this instruction dup ({self._describe(ptr)})")
+        return s
+
+    def _shadow_alloca(self, inst: Instruction) -> Value:
+        if inst.operands or self.width > 1:
+            raise self.diag.unsupported("alloca holding active values (dynamic or vector mode)", inst)
+        with self.b.at_end(self.fn.entry) as b:
+            entry_term = self.fn.entry.instructions.pop()
+            shadow = b.alloca(inst.source_type, (inst.name or "") + "'")  # type: ignore[arg-type]
+            b.store(zero(inst.source_type), shadow)  # type: ignore[arg-type]
+            self.fn.entry.append(entry_term)
+        return shadow
+
+    def _load_shadow(self, inst: Instruction) -> Value:
+        ptr = self.shadows[inst.operands[0]]
+        if isinstance(inst.type, IntType) and not self._only_stored(inst):
+            raise self.diag.unsupported("integer load from shadowed (float) memory used as a number",
+                                        inst)
+        if self.width == 1:
+            return self.b.load(inst.type, ptr, align=inst.align)
+        return self._gather(inst.type, ptr)
+
+    def _gather(self, t: Type, ptrs: Value) -> Value:
+        lanes = [self.b.load(t, self.b.extractelement(ptrs, j)) for j in range(self.width)]
+        return self._vector_of(lanes)
+
+    def _only_stored(self, inst: Instruction) -> bool:
+        return all(u.opcode == "store" and u.operands[0] is inst
+                   for u in self.primal.instructions() if inst in u.operands)
+
+    def _store(self, inst: Instruction) -> None:
+        v, ptr = inst.operands
+        if ptr in self.info.shadowed:
+            t = self.tangents.get(v)
+            if t is None:
+                t = zero(self._tangent_type(v.type)) if carries_float(v.type) or self.width == 1 \
+                    else None
+            if t is None:
+                return
+            sp = self.shadows[ptr]
+            if self.width == 1:
+                self.b.store(t, sp, align=inst.align)
+            else:
+                for j in range(self.width):
+                    self.b.store(self.b.extractelement(t, j), self.b.extractelement(sp, j))
+        elif v in self.info.varied:
+            raise self.diag.unsupported(
+                f"active value stored into memory without a shadow ({self._describe(ptr)})", inst,
+                "mark that array 'dup' so its derivative is tracked")
+
+    def _describe(self, ptr: Value) -> str:
+        base = pointer_base(ptr)
+        if isinstance(base, Argument):
+            p = self.spec.param_of_arg(base.index)
+            if p is not None:
+                return f"array '{p.name}' is {p.activity.value}"
+        if isinstance(base, Instruction) and base.opcode == "call":
+            return f"memory returned by '{base.callee_name}'"
+        return "memory of unknown origin"
+
+    def _inactive_call(self, inst: Instruction) -> None:
+        name = inst.callee_name or ""
+        touches = [op for op in inst.operands if op in self.info.shadowed or op in self.info.varied]
+        if not touches or name.startswith(INERT_CALLS):
+            return
+        if is_memory_intrinsic(name):
+            return self._memory_intrinsic(inst, name)
+        raise self.diag.unsupported(f"call to '{name}' with active arguments", inst,
+                                    "register a custom derivative rule for it")
+
+    def _memory_intrinsic(self, inst: Instruction, name: str) -> None:
+        b = self.b
+        dst, src = inst.operands[0], inst.operands[1]
+        if dst not in self.info.shadowed:
+            raise self.diag.unsupported(f"'{name}' copies active values into memory without a "
+                                        f"shadow ({self._describe(dst)})", inst)
+        if self.width > 1:
+            raise self.diag.unsupported(f"'{name}' in vector forward mode", inst)
+        sdst = self.shadows[dst]
+        rest = [self._map(op) for op in inst.operands[2:]]
+        kind = MEMORY_INTRINSICS[name.split(".")[1]]
+        if kind == "copy" and src in self.info.shadowed:
+            b.call(self.module.functions[name], [sdst, self.shadows[src], *rest], inst.type)
+        else:
+            memset = self._declare_memset()
+            b.call(memset, [sdst, const_int(IntType(8), 0), rest[0], rest[-1]], inst.type)
+
+    def _declare_memset(self) -> Function:
+        return declare(self.module, "llvm.memset.p0.i64", VOID, [PTR, IntType(8), I64, IntType(1)])
+
+    def _check_escape(self, inst: Instruction) -> None:
+        if any(op in self.info.shadowed for op in inst.operands):
+            raise self.diag.unsupported(f"'{inst.opcode}' of a pointer into shadowed memory", inst)
+
+    # ------------------------------------------------------------ control flow
+    def _phi(self, inst: Instruction) -> None:
+        clone = self.b.insert(clone_instruction(inst, self._map, self.blocks.__getitem__))
+        self.vmap[inst] = clone
+        tphi = sphi = None
+        if inst in self.info.shadowed:
+            sphi = self.b.phi(self.shadows_type(), (inst.name or "") + "'")
+            self.shadows[inst] = sphi
+        elif inst in self.info.varied:
+            tphi = self.b.phi(self._tangent_type(inst.type), (inst.name or "") + "'")
+            self.tangents[inst] = tphi
+        self.phis.append((inst, clone, tphi, sphi))
+
+    def shadows_type(self) -> Type:
+        return PTR if self.width == 1 else VectorType(self.width, PTR)
+
+    def _fill_phis(self) -> None:
+        for inst, clone, tphi, sphi in self.phis:
+            for v, blk in zip(inst.operands, inst.incoming):
+                if blk not in self.blocks:
+                    continue  # unreachable predecessor
+                nb = self.blocks[blk]
+                add_incoming(clone, self._map(v), nb)
+                if tphi is not None:
+                    add_incoming(tphi, self.tangent(v), nb)
+                if sphi is not None:
+                    add_incoming(sphi, self._shadow_of(v, inst), nb)
+
+    def _return(self, inst: Instruction) -> None:
+        b, spec = self.b, self.spec
+        results: list[Value] = []
+        if self.slot.has_value:
+            value = b.load(self.slot.type, self.slot_ptr)
+            differentiated = spec.ret.is_differentiated and self.slot.differentiable
+            if not (differentiated and spec.ret is Activity.DUPNONEED):
+                results.append(value)
+            if differentiated:
+                shadow = self.shadows[self.primal.args[spec.retptr]]
+                if self.width == 1:
+                    results.append(b.load(self.slot.type, shadow))
+                else:
+                    self._write_tangent_lanes(shadow)
+        pack_results(b, self.sig.retptr, spec.ret_type, results, self.diag)
+        b.ret(self._map(inst.operands[0]))
+
+    def _write_tangent_lanes(self, lanes: Value) -> None:
+        b = self.b
+        out = self.sig.tangent_out
+        data, stride = out[4], lane_stride(out)
+        for j in range(self.width):
+            v = b.load(self.slot.type, b.extractelement(lanes, j))
+            b.store(v, b.gep(IntType(8), data, [b.mul(stride, const_int(I64, j))]))
+
+
+_FMF = {"fast", "nnan", "ninf", "nsz", "arcp", "contract", "afn", "reassoc"}

@@ -1,0 +1,164 @@
+"""Static facts the reverse pass decides with: loops, induction variables, what survives.
+
+For every primal value the reverse pass needs, one of four answers (`ReversePlan.kind`):
+- "direct": a constant, argument, or value computed once on every path to the return,
+  usable as is after the forward pass;
+- "iv": an affine induction variable of an enclosing loop, rebuilt from the reverse loop's
+  counter (`start + step * counter`);
+- "recompute": a cheap pure instruction (integer and address arithmetic, comparisons,
+  casts, loads from memory the function never writes) whose operands are themselves free;
+- "tape": everything else (loop-carried floats, results of math calls, loads from memory
+  that is written) is pushed on the tape by the forward pass.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...analysis.cfg import Loop, dominates, dominators, find_loops
+from ...ir.values import Argument, Block, Constant, Function, GlobalRef, Instruction, Value
+from ..memory import INERT_CALLS, is_memory_intrinsic, pointer_base
+
+_PURE = {"add", "sub", "mul", "shl", "lshr", "ashr", "and", "or", "xor", "icmp", "fcmp",
+         "select", "trunc", "zext", "sext", "fptrunc", "fpext", "fptoui", "fptosi", "uitofp",
+         "sitofp", "bitcast", "getelementptr", "freeze", "extractvalue", "insertvalue",
+         "fadd", "fsub", "fmul", "fneg", "ptrtoint", "inttoptr"}
+
+
+@dataclass(frozen=True)
+class InductionVariable:
+    loop: Loop
+    start: Value
+    step: Value
+
+
+class ReversePlan:
+    def __init__(self, fn: Function, returns: list[Block]) -> None:
+        self.fn = fn
+        self.idom = dominators(fn)
+        self.loops = find_loops(fn)
+        self.loop_of: dict[Block, Loop] = {}
+        for loop in reversed(self.loops):          # outermost first, inner ones overwrite
+            for block in loop.blocks:
+                self.loop_of[block] = loop
+        self.preds = fn.predecessors()
+        self._check_loop_shape()
+        self.once = {b for b in fn.blocks if b in self.idom and b not in self.loop_of
+                     and all(dominates(self.idom, b, r) for r in returns)}
+        self.ivs = self._induction_variables()
+        self.written = _written_bases(fn)
+
+    # ------------------------------------------------------------ loops
+    def preheader(self, loop: Loop) -> Block:
+        return next(p for p in self.preds[loop.header] if p not in loop.blocks)
+
+    def latch(self, loop: Loop) -> Block:
+        return loop.latches[0]
+
+    def loops_containing(self, block: Block) -> list[Loop]:
+        """Enclosing loops of `block`, outermost first."""
+        out = []
+        loop = self.loop_of.get(block)
+        while loop is not None:
+            out.append(loop)
+            loop = loop.parent
+        return out[::-1]
+
+    def _check_loop_shape(self) -> None:
+        for loop in self.loops:
+            outside = [p for p in self.preds[loop.header] if p not in loop.blocks]
+            if len(outside) != 1 or len(loop.latches) != 1:
+                from ...errors import UnsupportedError
+                raise UnsupportedError(
+                    f"loop at block '{loop.header.name}' is not in loop-simplify form "
+                    "(one preheader, one latch)", function=self.fn.name,
+                    hint="canonicalize the IR first (ir_passes.canonicalize)")
+
+    def _induction_variables(self) -> dict[Instruction, InductionVariable]:
+        ivs: dict[Instruction, InductionVariable] = {}
+        for loop in self.loops:
+            pre, latch = self.preheader(loop), self.latch(loop)
+            for phi in loop.header.phis():
+                if not phi.type.is_int:
+                    continue
+                start = phi.operands[phi.incoming.index(pre)]
+                nxt = phi.operands[phi.incoming.index(latch)]
+                if not (isinstance(nxt, Instruction) and nxt.opcode == "add" and phi in nxt.operands):
+                    continue
+                step = nxt.operands[1] if nxt.operands[0] is phi else nxt.operands[0]
+                if self._invariant_free(start, loop) and self._invariant_free(step, loop):
+                    ivs[phi] = InductionVariable(loop, start, step)
+        return ivs
+
+    def _invariant_free(self, v: Value, loop: Loop) -> bool:
+        return isinstance(v, (Constant, Argument, GlobalRef)) or (
+            isinstance(v, Instruction) and v.block in self.once)
+
+    # ------------------------------------------------------------ availability
+    def kind(self, v: Value, at: Block) -> str:
+        """How the reverse of block `at` obtains primal value `v` (see module docstring)."""
+        if isinstance(v, (Constant, Argument, GlobalRef)):
+            return "direct"
+        assert isinstance(v, Instruction)
+        if v.block in self.once:
+            return "direct"
+        iv = self.ivs.get(v)
+        if iv is not None and at in iv.loop.blocks:
+            return "iv"
+        if self._recomputable(v, at, depth=0):
+            return "recompute"
+        return "tape"
+
+    def _recomputable(self, v: Value, at: Block, depth: int) -> bool:
+        if isinstance(v, (Constant, Argument, GlobalRef)):
+            return True
+        assert isinstance(v, Instruction)
+        if v.block in self.once:
+            return True
+        iv = self.ivs.get(v)
+        if iv is not None:
+            return at in iv.loop.blocks
+        if depth > 8 or v.block is None or not dominates(self.idom, v.block, at):
+            return False
+        if v.opcode == "load":
+            if not self.read_only(v.operands[0]) or v.volatile:
+                return False
+        elif v.opcode not in _PURE:
+            return False
+        return all(self._recomputable(op, at, depth + 1) for op in v.operands)
+
+    def read_only(self, ptr: Value) -> bool:
+        """Memory the function never writes (distinct arrays are assumed not to overlap)."""
+        if self.written is None:
+            return False
+        base = pointer_base(ptr)
+        return isinstance(base, Argument) and base not in self.written
+
+    def is_iv(self, v: Value) -> bool:
+        return v in self.ivs
+
+
+def _written_bases(fn: Function) -> set[Value] | None:
+    """Bases of all memory the function writes; None when some write has an unknown base."""
+    bases: set[Value] = set()
+    for inst in fn.instructions():
+        if inst.opcode == "store":
+            targets = [inst.operands[1]]
+        elif inst.opcode == "call":
+            name = inst.callee_name or ""
+            if name.startswith(INERT_CALLS) or not any(op.type.is_pointer for op in inst.operands):
+                continue
+            targets = [inst.operands[0]] if is_memory_intrinsic(name) else \
+                [op for op in inst.operands if op.type.is_pointer]
+        else:
+            continue
+        for t in targets:
+            base = pointer_base(t)
+            if not isinstance(base, (Argument, Instruction)) or (
+                    isinstance(base, Instruction) and base.opcode != "alloca"
+                    and not isinstance(base, Argument)):
+                return None
+            bases.add(base)
+    return bases
+
+
+__all__ = ["InductionVariable", "ReversePlan"]

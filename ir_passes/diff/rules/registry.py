@@ -1,0 +1,52 @@
+"""Derivative rules as data, shared by forward and reverse mode.
+
+A rule maps the primal operands (and result) of one operation to its partial derivatives
+∂result/∂operand_i, emitted as IR through a `MathEmitter`. Forward mode forms
+Σ ∂_i · tangent_i; reverse mode accumulates ∂_i · adjoint into each operand's adjoint. A
+partial of `None` means "identically zero" (the operand is not differentiable, e.g. the
+integer exponent of powi). An operation with no registered rule is an error, never a zero.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from ...ir.values import Value
+from .emitter import MathEmitter
+
+Partials = Callable[[MathEmitter, Sequence[Value], Value], Sequence["Value | None"]]
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    name: str
+    partials: Partials
+    nondiff: bool = False   # every partial is zero (floor, round, sign-like ops)
+
+
+_RULES: dict[str, Rule] = {}
+
+
+def defrule(*names: str) -> Callable[[Partials], Partials]:
+    """Register `partials` for one or more op names (opcode, `llvm.<intrinsic>`, libm name)."""
+    def register(fn: Partials) -> Partials:
+        for name in names:
+            assert name not in _RULES, f"duplicate rule for {name}"
+            _RULES[name] = Rule(name, fn)
+        return fn
+    return register
+
+
+def defzero(*names: str) -> None:
+    """Register ops whose derivative is zero almost everywhere (piecewise constant)."""
+    for name in names:
+        assert name not in _RULES, f"duplicate rule for {name}"
+        _RULES[name] = Rule(name, lambda m, args, res: [None] * len(args), nondiff=True)
+
+
+def lookup(name: str) -> Rule | None:
+    return _RULES.get(name)
+
+
+def all_rules() -> dict[str, Rule]:
+    return dict(_RULES)

@@ -1,0 +1,83 @@
+"""What to differentiate: per-parameter activities and the calling-convention facts we need.
+
+`DiffSpec` is everything the synthesizers know about the outside world. It is built by the
+front end (the Numba bridge, or a C front end) and contains no Numba objects.
+
+Derivative signature (both modes), Numba's ABI: `i32 @name(ptr retptr, ptr excinfo, ...)`
+followed, for every primal parameter in order, by its primal LLVM arguments and then, when
+it is dup/dupnoneed, by its shadow's arguments; in vector forward mode (width k > 1) a
+shadow is an array with a leading axis of length k, and a float return's k tangents go to
+one extra trailing 1-D array argument. The scalar results (primal value, gradients of active
+parameters, tangent) are stored as the fields of `ret_type` through `retptr`.
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from ..ir.types import Type
+
+
+class Activity(enum.Enum):
+    CONST = "const"
+    DUP = "dup"
+    ACTIVE = "active"
+    DUPNONEED = "dupnoneed"
+
+    @property
+    def has_shadow(self) -> bool:
+        return self in (Activity.DUP, Activity.DUPNONEED)
+
+    @property
+    def is_differentiated(self) -> bool:
+        return self is not Activity.CONST
+
+
+ARRAY_DATA = 4  # field index of the data pointer inside an exploded Numba array
+
+
+@dataclass(frozen=True, slots=True)
+class ParamSpec:
+    name: str
+    activity: Activity
+    args: tuple[int, ...]          # indices of the primal's LLVM arguments for this parameter
+    ndim: int | None = None        # array rank; None for a scalar
+    source: str | None = None      # "file:line" of the definition, for diagnostics
+
+    @property
+    def is_array(self) -> bool:
+        return self.ndim is not None
+
+    @property
+    def data_arg(self) -> int:
+        assert self.ndim is not None
+        return self.args[ARRAY_DATA]
+
+    def shadow_arg_count(self, width: int) -> int:
+        if not self.activity.has_shadow:
+            return 0
+        if width == 1:
+            return len(self.args)
+        ndim = (self.ndim or 0) + 1
+        return 5 + 2 * ndim
+
+
+@dataclass(frozen=True, slots=True)
+class DiffSpec:
+    primal: str                      # name of the primal function in the module
+    name: str                        # symbol of the derivative to create
+    mode: str                        # "forward" | "reverse"
+    params: tuple[ParamSpec, ...]
+    ret: Activity                    # activity of the primal's return value
+    ret_type: Type | None            # retptr pointee of the derivative (None: no results)
+    width: int = 1
+    return_primal: bool = False      # reverse mode: also return the primal value
+    retptr: int = 0                  # primal argument indices of the return slot / excinfo
+    excinfo: int = 1
+    return_float: bool = True        # the primal's return slot holds a differentiable float
+
+    def param_of_arg(self, index: int) -> ParamSpec | None:
+        for p in self.params:
+            if index in p.args:
+                return p
+        return None
