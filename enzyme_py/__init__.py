@@ -1,4 +1,6 @@
 """enzyme_py: automatic differentiation of Numba-compiled Python at the LLVM-IR level."""
 from ir_passes.errors import ActivityError, EnzymePyError, UnsupportedError
 
-__all__ = ["ActivityError", "EnzymePyError", "UnsupportedError"]
+from .api import autodiff, derive_diff
+
+__all__ = ["ActivityError", "EnzymePyError", "UnsupportedError", "autodiff", "derive_diff"]

@@ -28,7 +28,8 @@ import llvmlite.binding as llvm
 
 from .errors import InvalidIRError
 
-__all__ = ["canonicalize", "canonicalize_module", "optimize", "parse", "run_module_passes", "verify"]
+__all__ = ["canonicalize", "canonicalize_module", "optimize", "parse", "run_module_passes",
+           "verify"]
 
 
 @functools.cache

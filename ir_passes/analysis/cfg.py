@@ -66,7 +66,7 @@ def dominates(idom: dict[Block, Block | None], a: Block, b: Block) -> bool:
     return False
 
 
-@dataclass
+@dataclass(eq=False)
 class Loop:
     header: Block
     blocks: set[Block] = field(default_factory=set)

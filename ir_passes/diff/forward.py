@@ -18,7 +18,7 @@ from ..diagnostics import Diagnostics
 from ..errors import ActivityError
 from ..ir.builder import Builder, add_incoming, declare
 from ..ir.clone import clone_instruction
-from ..ir.types import (I64, PTR, VOID, ArrayType, FloatType, IntType, StructType, Type,
+from ..ir.types import (DOUBLE, I64, PTR, VOID, ArrayType, FloatType, IntType, StructType, Type,
                         VectorType)
 from ..ir.values import (Argument, Block, ConstFloat, Constant, Function, Instruction, Module,
                          Value, const_int, zero)
@@ -373,18 +373,18 @@ class _Forward:
 
     def _return(self, inst: Instruction) -> None:
         b, spec = self.b, self.spec
-        results: list[Value] = []
+        results = None
         if self.slot.has_value:
-            value = b.load(self.slot.type, self.slot_ptr)
-            differentiated = spec.ret.is_differentiated and self.slot.differentiable
-            if not (differentiated and spec.ret is Activity.DUPNONEED):
-                results.append(value)
-            if differentiated:
+            results = value = b.load(self.slot.type, self.slot_ptr)
+            if spec.ret.is_differentiated and self.slot.differentiable:
                 shadow = self.shadows[self.primal.args[spec.retptr]]
+                keep = spec.ret is not Activity.DUPNONEED
                 if self.width == 1:
-                    results.append(b.load(self.slot.type, shadow))
+                    tangent = b.load(self.slot.type, shadow)
+                    results = [value, tangent] if keep else tangent
                 else:
                     self._write_tangent_lanes(shadow)
+                    results = value if keep else None
         pack_results(b, self.sig.retptr, spec.ret_type, results, self.diag)
         b.ret(self._map(inst.operands[0]))
 
@@ -394,6 +394,8 @@ class _Forward:
         data, stride = out[4], lane_stride(out)
         for j in range(self.width):
             v = b.load(self.slot.type, b.extractelement(lanes, j))
+            if v.type != DOUBLE:  # the tangent array is always float64
+                v = b.cast("fpext", v, DOUBLE)
             b.store(v, b.gep(IntType(8), data, [b.mul(stride, const_int(I64, j))]))
 
 

@@ -38,18 +38,31 @@ def find_return_type(primal: Function, retptr_index: int) -> Type:
     return types.pop() if types else PTR
 
 
-def pack_results(b: Builder, retptr: Argument, ret_type: Type | None, results: list[Value],
+Results = "Value | list[Results] | None"
+
+
+def pack_results(b: Builder, retptr: Argument, ret_type: Type | None, results: Results,
                  diag: Diagnostics) -> None:
+    """Store `results` (a value, or a nested list matching `ret_type`'s aggregates) to retptr."""
     if ret_type is None:
-        assert not results, "results without a return type"
+        assert results is None, "results without a return type"
         return
-    if isinstance(ret_type, (StructType, ArrayType)):
-        agg: Value = Constant(ret_type, "poison")
-        for i, r in enumerate(results):
-            agg = b.insertvalue(agg, r, (i,))
-        b.store(agg, retptr)
-    else:
-        if len(results) != 1 or results[0].type != ret_type:
-            raise diag.unsupported(f"results {[str(r.type) for r in results]} do not match "
-                                   f"the return type {ret_type}")
-        b.store(results[0], retptr)
+    b.store(_pack(b, ret_type, results, diag), retptr)
+
+
+def _pack(b: Builder, t: Type, results: Results, diag: Diagnostics) -> Value:
+    if results is None:
+        assert t == PTR, f"no value for a return field of type {t}"
+        return Constant(PTR, "null")
+    if isinstance(results, list):
+        assert isinstance(t, (StructType, ArrayType)), f"{len(results)} results for type {t}"
+        fields = t.elements if isinstance(t, StructType) else (t.element,) * t.count
+        if len(fields) != len(results):
+            raise diag.unsupported(f"{len(results)} results do not fit return type {t}")
+        agg: Value = Constant(t, "poison")
+        for i, (ft, r) in enumerate(zip(fields, results)):
+            agg = b.insertvalue(agg, _pack(b, ft, r, diag), (i,))
+        return agg
+    if results.type != t:
+        raise diag.unsupported(f"result of type {results.type} does not fit return type {t}")
+    return results

@@ -753,3 +753,12 @@ _HANDLERS = {
     "insertelement": _insertelement, "shufflevector": _shufflevector, "freeze": _freeze,
     "call": _call,
 }
+
+
+def parse_type(text: str) -> Type:
+    """Parse one LLVM type, e.g. `[2 x double]` or `{ double, float }`."""
+    cur = _Cursor(text, None)
+    ty = cur.type()
+    if not cur.done():
+        raise cur.error("trailing text after type")
+    return ty

@@ -1,0 +1,114 @@
+"""Activity specifications: parsed and checked before any IR work (API.md, "Activities").
+
+`parse_spec` checks what can be checked from the Python signature alone (count, words, mode
+combinations); `check_types` checks each activity against the Numba type of its argument
+once argument types are known (first call with new types).
+"""
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+
+from numba import types
+
+from ir_passes.diff.spec import Activity
+from ir_passes.errors import ActivityError
+
+MODES = ("forward", "reverse")
+_RET_WORDS = {"reverse": ("active", "const"), "forward": ("dup", "dupnoneed", "const")}
+
+
+@dataclass(frozen=True)
+class ActivitySpec:
+    params: tuple[str, ...]
+    activities: tuple[Activity, ...]
+    mode: str
+    ret: Activity | None          # None: the default for the return type
+    width: int
+    return_primal: bool
+
+    def shadowed(self, i: int) -> bool:
+        return self.activities[i].has_shadow
+
+
+def parse_spec(pyfunc, activities, mode: str, ret: str | None, width: int,
+               return_primal: bool) -> ActivitySpec:
+    if mode not in MODES:
+        raise ActivityError(f"mode must be 'forward' or 'reverse', not {mode!r}")
+    params = _parameters(pyfunc)
+    words = activities.split(",") if isinstance(activities, str) else list(activities)
+    words = [str(w).strip() for w in words]
+    if len(words) != len(params):
+        raise ActivityError(f"{pyfunc.__name__} has {len(params)} parameter(s) "
+                            f"({', '.join(params)}) but {len(words)} activities were given")
+    acts = []
+    for name, word in zip(params, words):
+        try:
+            act = Activity(word)
+        except ValueError:
+            raise ActivityError(f"parameter '{name}': unknown activity {word!r} (expected one "
+                                "of const, dup, active, dupnoneed)") from None
+        if act is Activity.ACTIVE and mode == "forward":
+            raise ActivityError(f"parameter '{name}': 'active' is for reverse mode; in forward "
+                                "mode mark it 'dup' and pass its tangent")
+        acts.append(act)
+    if ret is not None and ret not in _RET_WORDS[mode]:
+        raise ActivityError(f"ret={ret!r} is not valid in {mode} mode (expected one of "
+                            f"{', '.join(_RET_WORDS[mode])})")
+    if not isinstance(width, int) or width < 1:
+        raise ActivityError(f"width must be a positive integer, not {width!r}")
+    if width > 1 and mode != "forward":
+        raise ActivityError("width > 1 (vector mode) is only available in forward mode")
+    if return_primal and mode != "reverse":
+        raise ActivityError("return_primal is for reverse mode; forward mode returns the "
+                            "primal value already")
+    return ActivitySpec(tuple(params), tuple(acts), mode,
+                        Activity(ret) if ret is not None else None, width, return_primal)
+
+
+def _parameters(pyfunc) -> list[str]:
+    sig = inspect.signature(pyfunc)
+    out = []
+    for p in sig.parameters.values():
+        if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            raise ActivityError(f"{pyfunc.__name__}: parameter '{p.name}' is {p.kind.description};"
+                                " only positional parameters can be differentiated")
+        out.append(p.name)
+    return out
+
+
+def is_float_scalar(t) -> bool:
+    return isinstance(t, types.Float)
+
+
+def is_float_array(t) -> bool:
+    return isinstance(t, types.Array) and isinstance(t.dtype, types.Float)
+
+
+def check_types(spec: ActivitySpec, argtypes: tuple) -> None:
+    """Check activities against the primal's argument types (raises ActivityError)."""
+    for name, act, t in zip(spec.params, spec.activities, argtypes):
+        if act is Activity.CONST:
+            continue
+        if not (is_float_scalar(t) or is_float_array(t)):
+            raise ActivityError(f"parameter '{name}' has type {t}: only float scalars and float "
+                                f"arrays can be differentiated; mark it 'const'")
+        if act is Activity.ACTIVE and not is_float_scalar(t):
+            raise ActivityError(f"parameter '{name}' is an array ({t}): arrays are passed by "
+                                "reference, mark it 'dup' and pass a shadow array")
+        if act.has_shadow and is_float_scalar(t) and spec.mode == "reverse":
+            raise ActivityError(f"parameter '{name}' is a float passed by value ({t}): in "
+                                "reverse mode mark it 'active' to get its gradient returned")
+
+
+def return_activity(spec: ActivitySpec, restype) -> Activity:
+    """The effective activity of the return value (API.md defaults)."""
+    differentiable = is_float_scalar(restype)
+    if spec.ret is None:
+        if not differentiable:
+            return Activity.CONST
+        return Activity.ACTIVE if spec.mode == "reverse" else Activity.DUP
+    if spec.ret is not Activity.CONST and not differentiable:
+        raise ActivityError(f"ret={spec.ret.value!r} needs a float return value, but the "
+                            f"function returns {restype}")
+    return spec.ret

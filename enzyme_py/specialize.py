@@ -1,0 +1,226 @@
+"""One derivative specialised for concrete argument types: capture, differentiate, link.
+
+`Specializer.build` is the typing-time callback of the derivative's intrinsic: it captures
+the primal for the primal's argument types, builds a `DiffSpec`, runs forward or reverse
+synthesis, prints and verifies the module, and records every stage for inspection.
+`wrapper_source` writes the small Python wrapper Numba compiles around the intrinsic call.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from numba import types
+from numba.core.errors import TypingError
+from numba.extending import overload
+
+from ir_passes.analysis.activity import analyze_activity, print_activity
+from ir_passes.canonicalize import optimize, verify
+from ir_passes.diff.forward import synthesize_forward
+from ir_passes.diff.reverse.synth import synthesize_reverse
+from ir_passes.diff.spec import Activity, DiffSpec, ParamSpec
+from ir_passes.errors import ActivityError, InvalidIRError
+from ir_passes.ir.parser import parse_module, parse_type
+from ir_passes.ir.printer import print_function, print_module
+
+from .activities import ActivitySpec, check_types, is_float_scalar, return_activity
+from .numba_bridge.capture import capture
+from .numba_bridge.link import Built, llvm_abi, unique_symbol
+
+STAGES = ("raw", "primal", "canonical", "activity", "derivative", "optimized")
+
+
+@dataclass
+class Stages:
+    """IR text of every stage of one specialisation (for `inspect`)."""
+    signature: str
+    texts: dict[str, str] = field(default_factory=dict)
+
+
+class Specializer:
+    def __init__(self, primal, name: str, spec: ActivitySpec) -> None:
+        self.primal = primal
+        self.name = name
+        self.spec = spec
+        self.stages: dict[tuple, Stages] = {}
+
+    # ------------------------------------------------------------ wrapper
+    def wrapper_params(self) -> list[str]:
+        prefix = "d_" if self.spec.mode == "reverse" else "t_"
+        out = []
+        for p, act in zip(self.spec.params, self.spec.activities):
+            out.append(p)
+            if act.has_shadow:
+                out.append(prefix + p)
+        return out
+
+    def _primal_types(self, argtypes: tuple) -> tuple:
+        it = iter(argtypes)
+        out = []
+        for act in self.spec.activities:
+            out.append(types.unliteral(next(it)))
+            if act.has_shadow:
+                next(it)
+        return tuple(out)
+
+    def wrapper_source(self, argtypes: tuple) -> str:
+        """`impl` for these wrapper argument types: shadow checks, then the derivative call."""
+        params = self.wrapper_params()
+        primal_types = self._primal_types(argtypes)
+        check_types(self.spec, primal_types)
+        lines = [f"def impl({', '.join(params)}):"]
+        k = self.spec.width
+        pos = 0
+        for pname, act, ptype in zip(self.spec.params, self.spec.activities, primal_types):
+            pos += 1
+            if not act.has_shadow:
+                continue
+            shadow = params[pos]
+            pos += 1
+            if k == 1 and isinstance(ptype, types.Array):
+                lines.append(f"    check_shadow({pname}, {shadow}, '{pname}')")
+            elif k > 1:
+                lines.append(f"    check_lanes({pname}, {shadow}, {k}, '{pname}')")
+        call_args = ", ".join(params)
+        if k > 1 and self._ret_differentiated(primal_types):
+            lines.append(f"    tangent = np.empty({k}, np.float64)")
+            lines.append(f"    r = __call({call_args}, tangent)")
+            keep = self.spec.ret is not Activity.DUPNONEED
+            lines.append("    return r, tangent" if keep else "    return tangent")
+        else:
+            lines.append(f"    return __call({call_args})")
+        return "\n".join(lines) + "\n"
+
+    def _ret_differentiated(self, primal_types: tuple) -> bool:
+        restype = capture(self.primal, primal_types).restype
+        return return_activity(self.spec, restype).is_differentiated
+
+    # ------------------------------------------------------------ derivative
+    def build(self, argtypes: tuple) -> Built:
+        primal_types = self._primal_types(argtypes)
+        check_types(self.spec, primal_types)
+        cap = capture(self.primal, primal_types)
+        ret_act = return_activity(self.spec, cap.restype)
+        restype = self._result_type(cap.restype, ret_act, primal_types)
+        _, ret_text = llvm_abi((), restype)
+        module = parse_module(cap.module_text)
+        stages = Stages(", ".join(str(t) for t in primal_types))
+        stages.texts["raw"] = cap.raw_text
+        stages.texts["canonical"] = cap.module_text
+        symbol = unique_symbol(("fwddiffe_" if self.spec.mode == "forward" else "diffe_")
+                               + self.name)
+        dspec = DiffSpec(primal=cap.func_name, name=symbol, mode=self.spec.mode,
+                         params=self._param_specs(cap), ret=ret_act,
+                         ret_type=None if restype == types.none else parse_type(ret_text),
+                         width=self.spec.width, return_primal=self.spec.return_primal)
+        stages.texts["activity"] = self._activity_text(module, dspec)
+        synthesize = synthesize_forward if self.spec.mode == "forward" else synthesize_reverse
+        fn = synthesize(module, dspec)
+        del module.functions[cap.func_name]
+        stages.texts["derivative"] = print_function(fn)
+        text = print_module(module)
+        try:
+            verify(text)
+        except InvalidIRError as exc:
+            raise InvalidIRError(f"enzyme_py produced invalid IR for {self.name} "
+                                 f"({stages.signature}); this is a bug.\n{exc}") from None
+        self.stages[primal_types] = stages
+        self._module_text = text
+        return Built(text, symbol, restype, (cap.library,))
+
+    def _result_type(self, prim_ret, ret_act: Activity, primal_types: tuple):
+        spec = self.spec
+        if spec.mode == "reverse":
+            grads = types.Tuple(tuple(t for t, a in zip(primal_types, spec.activities)
+                                      if a is Activity.ACTIVE))
+            return types.Tuple((prim_ret, grads)) if spec.return_primal else grads
+        if not ret_act.is_differentiated:
+            return prim_ret
+        if spec.width > 1:
+            return types.none if ret_act is Activity.DUPNONEED else prim_ret
+        return prim_ret if ret_act is Activity.DUPNONEED else types.UniTuple(prim_ret, 2)
+
+    def _param_specs(self, cap) -> tuple[ParamSpec, ...]:
+        out = []
+        for layout, act in zip(cap.params, self.spec.activities):
+            ndim = layout.numba_type.ndim if isinstance(layout.numba_type, types.Array) else None
+            out.append(ParamSpec(layout.name, act, layout.llvm_args, ndim))
+        return tuple(out)
+
+    def _activity_text(self, module, dspec: DiffSpec) -> str:
+        fn = module.functions[dspec.primal]
+        varied, shadowed = set(), set()
+        for p in dspec.params:
+            if p.is_array and p.activity.has_shadow:
+                shadowed.add(fn.args[p.data_arg])
+            elif not p.is_array and p.activity.is_differentiated:
+                varied.add(fn.args[p.args[0]])
+        if dspec.ret.is_differentiated:
+            shadowed.add(fn.args[dspec.retptr])
+        return print_activity(fn, analyze_activity(fn, varied, shadowed))
+
+    # ------------------------------------------------------------ inspection
+    def inspect(self, stage: str = "derivative") -> str:
+        if stage not in STAGES:
+            raise ValueError(f"unknown stage {stage!r}; expected one of {', '.join(STAGES)}")
+        if not self.stages:
+            return "; no specialisation compiled yet: call the derivative first\n"
+        parts = []
+        for st in self.stages.values():
+            key = "canonical" if stage == "primal" else stage
+            text = st.texts.get(key)
+            if text is None and key == "optimized":
+                text = st.texts[key] = optimize(self._module_text)
+            parts.append(f"; {self.name} ({st.signature}) -- {stage}\n{text}")
+        return "\n".join(parts)
+
+
+# ---------------------------------------------------------------- shadow checks
+
+def check_shadow(primal, shadow, name):
+    """Raise ValueError unless `shadow` has the shape and strides of array `primal`."""
+
+
+def check_lanes(primal, tangent, width, name):
+    """Raise ValueError unless `tangent` is `width` lanes shaped (and strided) like `primal`."""
+
+
+@overload(check_shadow)
+def _check_shadow(primal, shadow, name):
+    pname = getattr(name, "literal_value", "?")
+    if not isinstance(shadow, types.Array):
+        raise TypingError(f"the shadow of '{pname}' must be an array")
+    if primal.dtype != shadow.dtype:
+        raise ActivityError(f"the shadow of '{pname}' has dtype {shadow.dtype}, expected "
+                            f"{primal.dtype}")
+    msg = f"the shadow of '{pname}' must have the shape and strides of '{pname}'"
+
+    def impl(primal, shadow, name):
+        if primal.shape != shadow.shape or primal.strides != shadow.strides:
+            raise ValueError(msg)
+    return impl
+
+
+@overload(check_lanes)
+def _check_lanes(primal, tangent, width, name):
+    pname = getattr(name, "literal_value", "?")
+    msg = (f"the tangent of '{pname}' must have shape (width,) + shape of '{pname}', with "
+           f"its strides")
+    if isinstance(primal, types.Array):
+        if tangent.ndim != primal.ndim + 1:
+            raise ActivityError(msg)
+
+        def impl(primal, tangent, width, name):
+            if tangent.shape[0] != width or tangent.shape[1:] != primal.shape \
+                    or tangent.strides[1:] != primal.strides:
+                raise ValueError(msg)
+        return impl
+    if not (isinstance(tangent, types.Array) and tangent.ndim == 1):
+        raise ActivityError(f"the tangent of scalar '{pname}' must be a 1-D array of length width")
+
+    def impl_scalar(primal, tangent, width, name):
+        if tangent.shape[0] != width:
+            raise ValueError(msg)
+    return impl_scalar
+
+
+__all__ = ["STAGES", "Specializer", "check_lanes", "check_shadow", "is_float_scalar"]

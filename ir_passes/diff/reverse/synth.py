@@ -1,0 +1,617 @@
+"""Reverse mode: augmented forward pass, then the reverse pass, in one function.
+
+Layout of the derivative:
+  entry        allocas (return slot and its shadow, adjoints, tape, loop counters)
+  forward      a clone of the primal; loops get a counter; blocks with several predecessors
+               record which one was taken; blocks push the values their reverse needs
+  RE           reached from every normal return: seeds the return adjoint, then jumps to
+               the reverse of the block that returned
+  B.rev        one per primal block: pops its tape frame, runs the adjoints of its
+               instructions backwards, then continues with the reverse of the predecessor
+               it was entered from (recorded, or `counter == 0` for loop headers); phi
+               adjoints move to their incoming values on those edges
+  done         packs results (primal value, gradients of active scalars), frees the tape
+
+A reverse loop runs its primal loop's iterations backwards: entering it from an exit stores
+the trip counter, each back edge decrements it, and induction variables are rebuilt from it.
+Adjoints live in allocas that LLVM promotes to registers. Values the reverse needs are
+classified by `ReversePlan` (direct / iv / recompute / tape).
+"""
+from __future__ import annotations
+
+from ...analysis.activity import ActivityInfo, analyze_activity, carries_float
+from ...analysis.cfg import Loop, reverse_post_order
+from ...diagnostics import Diagnostics
+from ...errors import ActivityError
+from ...ir.builder import Builder, add_incoming, declare
+from ...ir.clone import clone_instruction
+from ...ir.types import I32, I64, PTR, VOID, ArrayType, FloatType, IntType, StructType, Type
+from ...ir.values import (Argument, Block, ConstFloat, Constant, Function, Instruction, Module,
+                          Value, const_float, const_int, zero)
+from ..memory import INERT_CALLS, MEMORY_INTRINSICS, is_memory_intrinsic, pointer_base
+from ..returns import ReturnSlot, find_return_type, pack_results
+from ..rules import lookup
+from ..rules.emitter import MathEmitter
+from ..rules.math import math_rule_name
+from ..rules.needs import rule_needs
+from ..signature import build_signature
+from ..spec import Activity, DiffSpec
+from .plan import InductionVariable, ReversePlan
+from .tape import Tape, pop_placeholder
+
+
+def synthesize_reverse(module: Module, spec: DiffSpec) -> Function:
+    """Add the reverse-mode derivative described by `spec` to `module` and return it."""
+    fn = _Reverse(module, spec).run()
+    module.add_function(fn)
+    return fn
+
+
+class _Reverse:
+    def __init__(self, module: Module, spec: DiffSpec) -> None:
+        self.module = module
+        self.spec = spec
+        self.primal = module.functions[spec.primal]
+        self.diag = Diagnostics(module, self.primal)
+        self.sig = build_signature(self.primal, spec)
+        self.fn = self.sig.fn
+        self.b = Builder()
+        self.m = MathEmitter(self.b, module)
+        self.vmap: dict[Value, Value] = dict(self.sig.primal_args)
+        self.fshadow: dict[Value, Value] = {}         # forward-pass shadow pointers
+        self.fwd: dict[Block, Block] = {}              # primal block -> forward clone
+        self.rev: dict[Block, Block] = {}              # primal block -> reverse block
+        self.adjoints: dict[Value, Instruction] = {}   # primal value -> adjoint alloca
+        self.counters: dict[Loop, Instruction] = {}    # loop -> synthetic primal counter
+        self.rcounter: dict[Loop, Instruction] = {}    # loop -> reverse counter alloca
+        self.which: dict[Block, Instruction] = {}      # block -> synthetic "which pred" value
+        self.frames: dict[Block, list[tuple[Value, Instruction]]] = {}
+        self.phis: list[tuple[Instruction, Instruction]] = []
+        self.returns: list[tuple[Block, Value]] = []
+
+    # ------------------------------------------------------------ driver
+    def run(self) -> Function:
+        self.info: ActivityInfo = analyze_activity(self.primal, *self._seeds())
+        normal_returns = [blk for blk in self.primal.blocks
+                          if (t := blk.terminator) is not None and t.opcode == "ret"
+                          and not _nonzero_status(t)]
+        self.plan = ReversePlan(self.primal, normal_returns)
+        self.reaches_return = _reaching(self.primal, normal_returns)
+        self.entry = self.fn.add_block("entry")
+        self.tape = Tape(self.module, self.fn, self.entry)
+        self._setup_entry()
+        order = reverse_post_order(self.primal)
+        for block in order:
+            self.fwd[block] = self.fn.add_block(block.name)
+        self.re = self.fn.add_block("reverse.entry")
+        for block in order:
+            if block in self.reaches_return:
+                self.rev[block] = self.fn.add_block((block.name or "") + ".rev")
+        self.done = self.fn.add_block("reverse.done")
+        for block in order:
+            self._forward_block(block)
+        self._fill_phis()
+        self._reverse_entry()
+        for block in order:
+            if block in self.rev:
+                self._reverse_block(block)
+        self._finish()
+        for block in order:
+            if self.frames.get(block):
+                self._push_frame(block)
+        Builder(self.entry).br(self.fwd[self.primal.entry])
+        return self.fn
+
+    def _seeds(self) -> tuple[set[Argument], set[Argument]]:
+        varied: set[Argument] = set()
+        shadowed: set[Argument] = set()
+        for p in self.spec.params:
+            if p.is_array:
+                if p.activity is Activity.ACTIVE:
+                    raise ActivityError(f"parameter '{p.name}' is an array: mark it 'dup' "
+                                        "(arrays are passed by reference)")
+                if p.activity.has_shadow:
+                    shadowed.add(self.primal.args[p.data_arg])
+            elif p.activity.is_differentiated:
+                arg = self.primal.args[p.args[0]]
+                if len(p.args) != 1 or not isinstance(arg.type, FloatType):
+                    raise ActivityError(f"parameter '{p.name}' is not a float: mark it 'const'")
+                if p.activity.has_shadow:
+                    raise ActivityError(f"parameter '{p.name}' is a float passed by value: "
+                                        "mark it 'active' to get its gradient")
+                varied.add(arg)
+        self.slot = ReturnSlot(find_return_type(self.primal, self.spec.retptr))
+        self.ret_active = self.spec.ret is Activity.ACTIVE and self.slot.differentiable
+        if self.ret_active:
+            shadowed.add(self.primal.args[self.spec.retptr])
+        return varied, shadowed
+
+    def _setup_entry(self) -> None:
+        b = Builder(self.entry)
+        retptr = self.primal.args[self.spec.retptr]
+        self.slot_ptr = b.alloca(self.slot.type, "ret.slot")
+        self.vmap[retptr] = self.slot_ptr
+        if self.ret_active:
+            self.fshadow[retptr] = self._zeroed_alloca(self.slot.type, "ret.slot'")
+        for p in self.spec.params:
+            if p.activity.has_shadow and p.is_array:
+                self.fshadow[self.primal.args[p.data_arg]] = self.sig.shadow_args[p.name][4]
+        for loop in self.plan.loops:
+            counter = Instruction("phi", I64, [], f"{loop.header.name}.iter")
+            counter.block = loop.header
+            self.counters[loop] = counter
+            self.plan.ivs[counter] = InductionVariable(loop, const_int(I64, 0), const_int(I64, 1))
+            self.rcounter[loop] = self._alloca(I64, f"{loop.header.name}.riter")
+
+    def _alloca(self, t: Type, name: str) -> Instruction:
+        """An alloca in the entry block (kept before the entry's eventual terminator)."""
+        return Builder(self.entry).alloca(t, name)
+
+    def _zeroed_alloca(self, t: Type, name: str) -> Instruction:
+        slot = self._alloca(t, name)
+        Builder(self.entry).store(zero(t), slot)
+        return slot
+
+    # ------------------------------------------------------------ augmented forward pass
+    def _forward_block(self, block: Block) -> None:
+        b = self.b
+        b.position_at_end(self.fwd[block])
+        loop = self._loop_with_header(block)
+        for inst in block.instructions:
+            if inst.opcode == "phi":
+                clone = b.insert(clone_instruction(inst, self._map, self.fwd.__getitem__))
+                self.vmap[inst] = clone
+                self.phis.append((inst, clone))
+                if inst in self.info.shadowed:
+                    sphi = b.phi(PTR, (inst.name or "") + "'")
+                    self.fshadow[inst] = sphi
+                    self.phis.append((inst, sphi))
+                continue
+            if inst is block.instructions[len(list(block.phis()))]:
+                self._block_bookkeeping(block, loop)
+            if inst.opcode == "ret":
+                self._forward_return(inst)
+                continue
+            clone = b.insert(clone_instruction(inst, self._map, self.fwd.__getitem__))
+            self.vmap[inst] = clone
+            self._check_forward(inst)
+            if inst in self.info.shadowed:
+                self.fshadow[inst] = self._forward_shadow(inst)
+
+    def _block_bookkeeping(self, block: Block, loop: Loop | None) -> None:
+        """Loop counters in headers; "which predecessor" records in merge blocks."""
+        b = self.b
+        if loop is not None:
+            counter = b.phi(I64, f"{block.name}.iter")
+            self.vmap[self.counters[loop]] = counter
+            self._pending_counter = getattr(self, "_pending_counter", [])
+            self._pending_counter.append((loop, counter))
+        elif len(self._preds(block)) > 1:
+            which = Instruction("phi", I32, [], f"{block.name}.from")
+            which.block = block
+            self.which[block] = which
+            fwd_which = b.phi(I32, f"{block.name}.from")
+            for i, p in enumerate(self._preds(block)):
+                add_incoming(fwd_which, const_int(I32, i), self.fwd[p])
+            self.vmap[which] = fwd_which
+
+    def _loop_with_header(self, block: Block) -> Loop | None:
+        return next((l for l in self.plan.loops if l.header is block), None)
+
+    def _preds(self, block: Block) -> list[Block]:
+        return [p for p in self.plan.preds[block] if p in self.fwd]
+
+    def _map(self, v: Value) -> Value:
+        return self.vmap.get(v, v)
+
+    def _forward_shadow(self, inst: Instruction) -> Value:
+        b, op = self.b, inst.opcode
+        if op == "getelementptr":
+            base, *idx = inst.operands
+            return b.gep(inst.source_type, self._fshadow_of(base, inst),  # type: ignore[arg-type]
+                         [self._map(i) for i in idx], flags=inst.flags)
+        if op == "select":
+            c, x, y = inst.operands
+            return b.select(self._map(c), self._fshadow_of(x, inst), self._fshadow_of(y, inst))
+        if op in ("bitcast", "addrspacecast", "freeze"):
+            return self._fshadow_of(inst.operands[0], inst)
+        if op == "alloca":
+            if inst.operands:
+                raise self.diag.unsupported("dynamic alloca holding active values", inst)
+            return self._zeroed_alloca(inst.source_type, (inst.name or "") + "'")  # type: ignore[arg-type]
+        raise self.diag.unsupported(f"pointer produced by '{op}' into shadowed memory", inst)
+
+    def _fshadow_of(self, ptr: Value, user: Instruction) -> Value:
+        s = self.fshadow.get(ptr)
+        if s is None:
+            raise self.diag.unsupported(
+                "a pointer that may address either shadowed or unshadowed memory", user,
+                f"mark every array reaching this instruction dup ({self._describe(ptr)})")
+        return s
+
+    def _check_forward(self, inst: Instruction) -> None:
+        """Reject what the reverse pass cannot handle, before emitting anything for it."""
+        op = inst.opcode
+        if op == "store":
+            v, ptr = inst.operands
+            if ptr not in self.info.shadowed and v in self.info.varied:
+                raise self.diag.unsupported(
+                    f"active value stored into memory without a shadow ({self._describe(ptr)})",
+                    inst, "mark that array 'dup' so its derivative is tracked")
+        elif op == "load" and inst.operands[0] in self.info.shadowed and inst.type.is_int:
+            raise self.diag.unsupported("integer load from shadowed (float) memory", inst)
+        elif op == "call":
+            name = inst.callee_name or ""
+            touches = any(o in self.info.shadowed or o in self.info.varied for o in inst.operands)
+            if not touches or name.startswith(INERT_CALLS):
+                return
+            if is_memory_intrinsic(name):
+                kind = MEMORY_INTRINSICS[name.split(".")[1]]
+                if inst.operands[0] not in self.info.shadowed or (
+                        kind == "copy" and inst.operands[1] in self.info.shadowed):
+                    raise self.diag.unsupported(f"'{name}' on active memory in reverse mode", inst,
+                                                "write the copy as a loop")
+            elif lookup(math_rule_name(name, inst.type)) is None:
+                raise self.diag.unsupported(f"call to '{name}' with active arguments", inst,
+                                            "register a custom derivative rule for it")
+        elif op in ("ptrtoint", "inttoptr") and any(o in self.info.shadowed for o in inst.operands):
+            raise self.diag.unsupported(f"'{op}' of a pointer into shadowed memory", inst)
+        elif op in ("extractelement", "insertelement", "shufflevector", "bitcast") \
+                and inst in self.info.varied:
+            raise self.diag.unsupported(f"'{op}' on active values in reverse mode", inst)
+
+    def _describe(self, ptr: Value) -> str:
+        base = pointer_base(ptr)
+        if isinstance(base, Argument):
+            p = self.spec.param_of_arg(base.index)
+            if p is not None:
+                return f"array '{p.name}' is {p.activity.value}"
+        if isinstance(base, Instruction) and base.opcode == "call":
+            return f"memory returned by '{base.callee_name}'"
+        return "memory of unknown origin"
+
+    def _forward_return(self, inst: Instruction) -> None:
+        b = self.b
+        status = self._map(inst.operands[0])
+        if _nonzero_status(inst):
+            self.tape.release(b)
+            b.ret(status)
+            return
+        if isinstance(status, Constant):
+            self.returns.append((inst.block, status))  # type: ignore[arg-type]
+            b.br(self.re)
+            return
+        raised = self.fn.add_block((inst.block.name or "") + ".raise")  # type: ignore[union-attr]
+        ok = b.icmp("eq", status, const_int(status.type, 0))  # type: ignore[arg-type]
+        self.returns.append((inst.block, status))  # type: ignore[arg-type]
+        b.cbr(ok, self.re, raised)
+        with b.at_end(raised):
+            self.tape.release(b)
+            b.ret(status)
+
+    def _fill_phis(self) -> None:
+        for inst, phi in self.phis:
+            shadow = phi.type == PTR and phi is self.fshadow.get(inst)
+            for v, blk in zip(inst.operands, inst.incoming):
+                if blk not in self.fwd:
+                    continue
+                value = self._fshadow_of(v, inst) if shadow else self._map(v)
+                add_incoming(phi, value, self.fwd[blk])
+        for loop, counter in getattr(self, "_pending_counter", []):
+            pre, latch = self.plan.preheader(loop), self.plan.latch(loop)
+            add_incoming(counter, const_int(I64, 0), self.fwd[pre])
+            nxt = Instruction("add", I64, [counter, const_int(I64, 1)], f"{loop.header.name}.next",
+                              flags=("nuw", "nsw"))
+            fblock = self.fwd[loop.header]
+            fblock.insert(len(list(fblock.phis())), nxt)
+            add_incoming(counter, nxt, self.fwd[latch])
+
+    # ------------------------------------------------------------ reverse entry / exit
+    def _reverse_entry(self) -> None:
+        b = self.b
+        b.position_at_end(self.re)
+        from_block = b.phi(I32, "returned.from")
+        for i, (blk, _) in enumerate(self.returns):
+            add_incoming(from_block, const_int(I32, i), self.fwd[blk])
+        self.primal_value = b.load(self.slot.type, self.slot_ptr, "primal") \
+            if self.slot.has_value else None
+        if self.ret_active:
+            shadow = self.fshadow[self.primal.args[self.spec.retptr]]
+            b.store(_seed(self.slot.type), shadow)
+        targets = [self.rev[blk] for blk, _ in self.returns]
+        if len(targets) == 1:
+            b.br(targets[0])
+        else:
+            b.switch(from_block, targets[0],
+                     [(const_int(I32, i), t) for i, t in enumerate(targets)][1:])
+
+    def _finish(self) -> None:
+        b = self.b
+        b.position_at_end(self.done)
+        grads: list = []
+        for p in self.spec.params:
+            if p.activity is Activity.ACTIVE:
+                arg = self.primal.args[p.args[0]]
+                grads.append(b.load(arg.type, self._adjoint_slot(arg)))
+        results = [self.primal_value, grads] if self.spec.return_primal else grads
+        pack_results(b, self.sig.retptr, self.spec.ret_type, results, self.diag)
+        self.tape.release(b)
+        b.ret(const_int(I32, 0))
+
+    # ------------------------------------------------------------ reverse blocks
+    def _reverse_block(self, block: Block) -> None:
+        b = self.b
+        rblock = self.rev[block]
+        b.position_at_end(rblock)
+        self.cur = block
+        self.memo: dict[tuple[str, int], Value] = {}
+        self.frames.setdefault(block, [])
+        for inst in reversed(block.instructions):
+            if inst.opcode != "phi":
+                self._adjoint(inst)
+        phi_adjoints = [(phi, self._take_adjoint(phi)) for phi in block.phis()
+                        if self.info.is_active(phi)]
+        self._leave(block, phi_adjoints)
+        pops = [load for _, load in self.frames[block]]
+        if pops:
+            head = Builder(rblock)
+            head.index = 0
+            self.tape.pop(head, pops)
+
+    def _leave(self, block: Block, phi_adjoints: list[tuple[Instruction, Value]]) -> None:
+        """Continue with the reverse of the predecessor this block was entered from."""
+        b = self.b
+        preds = [p for p in self._preds(block) if p in self.rev]
+        if block is self.primal.entry:
+            b.br(self.done)
+            return
+        loop = self._loop_with_header(block)
+        trip = {p: self._entry_trips(block, p) for p in preds}
+        edges = {p: self._edge(block, p, phi_adjoints, trip[p]) for p in preds}
+        if loop is not None:
+            pre, latch = self.plan.preheader(loop), self.plan.latch(loop)
+            first = b.icmp("eq", self._rcounter(loop), const_int(I64, 0))
+            b.cbr(first, edges[pre], edges[latch])
+        elif len(preds) == 1:
+            b.br(edges[preds[0]])
+        else:
+            which = self._avail(self.which[block])
+            all_preds = self._preds(block)
+            cases = [(const_int(I32, all_preds.index(p)), edges[p]) for p in preds]
+            b.switch(which, cases[0][1], cases[1:])
+
+    def _entry_trips(self, block: Block, pred: Block) -> list[tuple[Loop, Value]]:
+        """Trip counters of the loops the reverse enters on the edge block -> pred."""
+        inside = set(map(id, self.plan.loops_containing(block)))
+        return [(loop, self._avail(self.counters[loop]))
+                for loop in self.plan.loops_containing(pred) if id(loop) not in inside]
+
+    def _edge(self, block: Block, pred: Block, phi_adjoints: list[tuple[Instruction, Value]],
+              trips: list[tuple[Loop, Value]]) -> Block:
+        edge = self.fn.add_block(f"{block.name}.rev.to.{pred.name}")
+        saved = (self.b.block, self.b.index)
+        self.b.position_at_end(edge)
+        for phi, adj in phi_adjoints:
+            v = phi.operands[phi.incoming.index(pred)]
+            self._add_adjoint(v, adj)
+        loop = self._loop_with_header(block)
+        if loop is not None and pred is self.plan.latch(loop):
+            slot = self.rcounter[loop]
+            self.b.store(self.b.sub(self.b.load(I64, slot), const_int(I64, 1)), slot)
+        for entered, count in trips:
+            self.b.store(count, self.rcounter[entered])
+        self.b.br(self.rev[pred])
+        self.b.block, self.b.index = saved
+        return edge
+
+    # ------------------------------------------------------------ availability
+    def _avail(self, v: Value) -> Value:
+        """Primal value `v` as usable in the reverse of the current block."""
+        kind = self.plan.kind(v, self.cur)
+        if kind == "direct":
+            return self._map(v)
+        key = (kind, id(v))
+        if key in self.memo:
+            return self.memo[key]
+        if kind == "iv":
+            iv = self.plan.ivs[v]  # type: ignore[index]
+            count = self._rcounter(iv.loop)
+            if count.type != v.type:
+                count = self.b.cast("trunc", count, v.type)
+            scaled = count if _is_const(iv.step, 1) else self.b.mul(count, self._avail(iv.step))
+            out = scaled if _is_const(iv.start, 0) else self.b.add(self._avail(iv.start), scaled)
+        elif kind == "recompute":
+            assert isinstance(v, Instruction)
+            out = self.b.insert(clone_instruction(v, self._avail, lambda blk: blk))
+        else:
+            load = pop_placeholder(v.type, (v.name or "") + ".tape")
+            self.frames[self.cur].append((self._map(v), load))
+            out = load
+        self.memo[key] = out
+        return out
+
+    def _rcounter(self, loop: Loop) -> Value:
+        key = ("rcounter", id(loop))
+        if key not in self.memo:
+            self.memo[key] = self.b.load(I64, self.rcounter[loop], f"{loop.header.name}.i")
+        return self.memo[key]
+
+    def _shadow(self, ptr: Value) -> Value:
+        """Shadow of primal pointer `ptr`, usable in the reverse of the current block."""
+        if ptr in self.fshadow and (isinstance(ptr, Argument) or ptr is self.slot_ptr or
+                                    self.plan.kind(ptr, self.cur) == "direct"):
+            return self.fshadow[ptr]
+        key = ("shadow", id(ptr))
+        if key in self.memo:
+            return self.memo[key]
+        b = self.b
+        if isinstance(ptr, Instruction) and ptr.opcode == "getelementptr":
+            base, *idx = ptr.operands
+            out = b.gep(ptr.source_type, self._shadow(base), [self._avail(i) for i in idx],  # type: ignore[arg-type]
+                        flags=ptr.flags)
+        elif isinstance(ptr, Instruction) and ptr.opcode == "select":
+            c, x, y = ptr.operands
+            out = b.select(self._avail(c), self._shadow(x), self._shadow(y))
+        elif isinstance(ptr, Instruction) and ptr.opcode in ("bitcast", "addrspacecast", "freeze"):
+            out = self._shadow(ptr.operands[0])
+        else:
+            load = pop_placeholder(PTR, (ptr.name or "") + "'.tape")
+            self.frames[self.cur].append((self.fshadow[ptr], load))
+            out = load
+        self.memo[key] = out
+        return out
+
+    # ------------------------------------------------------------ adjoints
+    def _adjoint_slot(self, v: Value) -> Instruction:
+        slot = self.adjoints.get(v)
+        if slot is None:
+            slot = self._zeroed_alloca(v.type, (v.name or "v") + ".adj")
+            self.adjoints[v] = slot
+        return slot
+
+    def _take_adjoint(self, v: Value) -> Value:
+        slot = self._adjoint_slot(v)
+        adj = self.b.load(v.type, slot)
+        self.b.store(zero(v.type), slot)
+        return adj
+
+    def _add_adjoint(self, v: Value, delta: Value) -> None:
+        if not (isinstance(v, (Instruction, Argument)) and v in self.info.varied):
+            return
+        slot = self._adjoint_slot(v)
+        self.b.store(self._sum(self.b.load(v.type, slot), delta), slot)
+
+    def _sum(self, a: Value, d: Value) -> Value:
+        if isinstance(a.type, FloatType):
+            return self.b.fadd(a, d)
+        if isinstance(a.type, (StructType, ArrayType)):
+            out = a
+            elems = a.type.elements if isinstance(a.type, StructType) else [a.type.element] * a.type.count
+            for i, t in enumerate(elems):
+                if carries_float(t):
+                    s = self._sum(self.b.extractvalue(a, (i,)), self.b.extractvalue(d, (i,)))
+                    out = self.b.insertvalue(out, s, (i,))
+            return out
+        return a
+
+    def _adjoint(self, inst: Instruction) -> None:
+        op = inst.opcode
+        if op == "store":
+            return self._adjoint_store(inst)
+        if op == "call" and is_memory_intrinsic(inst.callee_name or "") \
+                and inst.operands[0] in self.info.shadowed:
+            return self._adjoint_memset(inst)
+        if not self.info.is_active(inst):
+            return
+        b = self.b
+        adj = self._take_adjoint(inst)
+        if op == "load":
+            sp = self._shadow(inst.operands[0])
+            b.store(b.fadd(b.load(inst.type, sp), adj) if inst.type.is_float
+                    else self._sum(b.load(inst.type, sp), adj), sp)
+        elif op in ("fpext", "fptrunc"):
+            back = "fptrunc" if op == "fpext" else "fpext"
+            self._add_adjoint(inst.operands[0], b.cast(back, adj, inst.operands[0].type))
+        elif op == "select":
+            c, x, y = inst.operands
+            cond, z = self._avail(c), zero(inst.type)
+            self._add_adjoint(x, b.select(cond, adj, z))
+            self._add_adjoint(y, b.select(cond, z, adj))
+        elif op == "freeze":
+            self._add_adjoint(inst.operands[0], adj)
+        elif op == "extractvalue":
+            agg = inst.operands[0]
+            self._add_adjoint(agg, b.insertvalue(zero(agg.type), adj, inst.indices))
+        elif op == "insertvalue":
+            agg, v = inst.operands
+            self._add_adjoint(v, b.extractvalue(adj, inst.indices))
+            self._add_adjoint(agg, b.insertvalue(adj, zero(v.type), inst.indices))
+        else:
+            self._adjoint_rule(inst, adj)
+
+    def _adjoint_rule(self, inst: Instruction, adj: Value) -> None:
+        name = inst.opcode if inst.opcode != "call" else math_rule_name(
+            inst.callee_name or "", inst.type)
+        rule = lookup(name)
+        if rule is None:
+            raise self.diag.unsupported(f"no derivative rule for '{name}'", inst,
+                                        "register a custom rule for it")
+        ops = inst.operands
+        wanted = [i for i, o in enumerate(ops) if o in self.info.varied]
+        needs, needs_res = rule_needs(rule, tuple(o.type for o in ops), inst.type)
+        args = [self._avail(o) if i in needs else Constant(o.type, "poison")
+                for i, o in enumerate(ops)]
+        res = self._avail(inst) if needs_res else Constant(inst.type, "poison")
+        self.b.fast_math = tuple(f for f in inst.flags if f in _FMF)
+        partials = rule.partials(self.m, args, res)
+        for i in wanted:
+            p = partials[i]
+            if p is not None:
+                self._add_adjoint(ops[i], self._scale(p, adj))
+        self.b.fast_math = ()
+
+    def _scale(self, p: Value, adj: Value) -> Value:
+        if isinstance(p, ConstFloat) and p.value == 1.0:
+            return adj
+        if isinstance(p, ConstFloat) and p.value == -1.0:
+            return self.b.fneg(adj)
+        return self.b.fmul(p, adj)
+
+    def _adjoint_store(self, inst: Instruction) -> None:
+        v, ptr = inst.operands
+        if ptr not in self.info.shadowed:
+            return
+        b = self.b
+        sp = self._shadow(ptr)
+        if v in self.info.varied and carries_float(v.type):
+            self._add_adjoint(v, b.load(v.type, sp))
+        b.store(zero(v.type), sp)
+
+    def _adjoint_memset(self, inst: Instruction) -> None:
+        b = self.b
+        sdst = self._shadow(inst.operands[0])
+        length, volatile = self._avail(inst.operands[2]), inst.operands[-1]
+        memset = declare(self.module, "llvm.memset.p0.i64", VOID, [PTR, IntType(8), I64, IntType(1)])
+        b.call(memset, [sdst, const_int(IntType(8), 0), length, volatile], VOID)
+
+    # ------------------------------------------------------------ tape pushes
+    def _push_frame(self, block: Block) -> None:
+        fblock = self.fwd_end(block)
+        values = [v for v, _ in self.frames[block]]
+        cont = self.tape.push(fblock, values)
+        for succ in cont.successors():
+            for phi in succ.phis():
+                phi.incoming = [cont if blk is fblock else blk for blk in phi.incoming]
+        self.fwd[block] = cont
+
+    def fwd_end(self, block: Block) -> Block:
+        return self.fwd[block]
+
+
+def _nonzero_status(ret: Instruction) -> bool:
+    status = ret.operands[0] if ret.operands else None
+    return isinstance(status, Constant) and status.text not in ("0",)
+
+
+def _is_const(v: Value, value: int) -> bool:
+    return isinstance(v, Constant) and v.text == str(value)
+
+
+def _seed(t: Type) -> Value:
+    assert isinstance(t, FloatType), f"cannot seed a return of type {t}"
+    return const_float(t, 1.0)
+
+
+def _reaching(fn: Function, targets: list[Block]) -> set[Block]:
+    preds = fn.predecessors()
+    seen = set(targets)
+    work = list(targets)
+    while work:
+        for p in preds[work.pop()]:
+            if p not in seen:
+                seen.add(p)
+                work.append(p)
+    return seen
+
+
+_FMF = {"fast", "nnan", "ninf", "nsz", "arcp", "contract", "afn", "reassoc"}
