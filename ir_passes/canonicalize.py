@@ -84,7 +84,7 @@ def canonicalize_module(module: llvm.ModuleRef) -> None:
 
 
 def run_module_passes(module: llvm.ModuleRef, passes: tuple[str, ...]) -> None:
-    """Run llvmlite module passes by name (``"always_inliner"`` runs ``add_always_inliner_pass``)."""
+    """Run llvmlite module passes by name (``"always_inliner"``: ``add_always_inliner_pass``)."""
     mpm = llvm.create_new_module_pass_manager()
     for name in passes:
         getattr(mpm, f"add_{name}_pass")()

@@ -1,0 +1,372 @@
+"""Capture the raw LLVM IR of a Numba function, with its callees inlined, in canonical form.
+
+``capture(dispatcher, argtypes)`` compiles the primal for one signature through a twin
+dispatcher (same ``py_func`` and target options) whose lowering tags every instruction with
+the Python line it came from, and returns a ``CapturedFunction``: one self-contained module
+holding only the primal's definition, with declarations for what stays external (``NRT_*``,
+libm, ``numba_*`` C helpers, LLVM intrinsics).
+
+Callee bodies. Numba links callees (other ``@njit`` functions, helpers such as
+``int_power_impl``, ``ol_min``, ``python3rem``, array-expression kernels) from libraries that
+are already through module O3 and CodeGenPrepare, and it never keeps their pre-optimisation
+IR. Recompiling callees through our pipeline is not generally possible: most are compiled deep
+inside Numba's lowering (``compile_subroutine``, overload templates) behind several caches.
+So this module records, from import time on, the text of every LLVM module handed to
+``CPUCodeLibrary.add_llvm_module`` -- the single funnel all lowered Numba code passes through
+before any optimisation -- keyed weakly by its library (zlib-compressed, cpython/cfunc wrapper
+modules skipped; ~1-2% of Numba's compile time). A capture links the recorded raw modules of
+every library reachable through ``_linking_libraries`` (except Numba's NRT runtime, which
+stays declared), marks callees ``alwaysinline``, runs the always-inliner and global DCE, then
+canonicalises. A library compiled before this module was imported (or loaded from Numba's disk
+cache) has no record: calls into it stay external and a warning says why.
+
+Source locations. The twin's lowering gives each instruction of a Numba IR statement a
+``DILocation`` (a line table: no variables, no ``dbg.declare``; checked to leave the canonical
+code unchanged). LLVM keeps those through its passes far better than custom metadata, which
+CSE, hoisting and load/phi folding drop, and the inliner stamps the call's location on inlined
+helper code. After canonicalisation each location becomes ``!enzyme.loc !N`` with
+``!N = !{!"/path/file.py:LINE"}`` and the debug info is removed, so the pass reads one simple
+tag. Instructions merged from different lines (line 0) and argument reference counting in the
+prologue/epilogue carry none.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import re
+import warnings
+import weakref
+import zlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import llvmlite.binding as llvm
+from llvmlite import ir as llir
+from numba import jit
+from numba.core import cgutils, errors
+from numba.core import codegen as nb_codegen
+from numba.core.compiler import CompilerBase, DefaultPassBuilder
+from numba.core.compiler_lock import global_compiler_lock
+from numba.core.compiler_machinery import register_pass
+from numba.core.dispatcher import Dispatcher
+from numba.core.lowering import Lower
+from numba.core.runtime import rtsys
+from numba.core.typed_passes import NativeLowering
+
+from ir_passes.canonicalize import canonicalize_module, parse, run_module_passes
+from ir_passes.errors import UnsupportedError
+
+from .link import llvm_abi
+
+__all__ = ["LOC_METADATA", "CapturedFunction", "ParamLayout", "capture"]
+
+LOC_METADATA = "enzyme.loc"
+
+# ---------------------------------------------------------------------------------------------
+# Raw module recorder
+
+_raw_modules: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_original_add_llvm_module = nb_codegen.CPUCodeLibrary.add_llvm_module
+_WRAPPERS = ("_ZN7cpython", "cfunc.")   # Numba's Python and C entry points
+
+
+def _recording_add_llvm_module(self, ll_module):
+    if not all(fn.name.startswith(_WRAPPERS) for fn in ll_module.functions
+               if not fn.is_declaration):
+        _raw_modules.setdefault(self, []).append(zlib.compress(str(ll_module).encode(), 1))
+    return _original_add_llvm_module(self, ll_module)
+
+
+if not getattr(nb_codegen.CPUCodeLibrary.add_llvm_module, "_enzyme_recorder", False):
+    _recording_add_llvm_module._enzyme_recorder = True
+    nb_codegen.CPUCodeLibrary.add_llvm_module = _recording_add_llvm_module
+
+
+def _recorded(library) -> list[str] | None:
+    texts = _raw_modules.get(library)
+    return None if texts is None else [zlib.decompress(t).decode() for t in texts]
+
+
+# ---------------------------------------------------------------------------------------------
+# Capturing pipeline: Numba's nopython pipeline with a lowering that tags source lines
+
+
+class _LocatingLower(Lower):
+    """Lowering that gives every instruction of a Numba IR statement a ``DILocation`` (line
+    tables only: no variables, no ``dbg.declare``), which LLVM carries through its passes."""
+
+    def pre_lower(self):
+        super().pre_lower()
+        module = self.module
+        self._files = {}
+        path = self.func_ir.loc.filename
+        unit = module.add_debug_info("DICompileUnit", {
+            "language": llir.DIToken("DW_LANG_Python"), "file": self._difile(path),
+            "producer": "enzyme_py", "runtimeVersion": 0, "isOptimized": True,
+            "emissionKind": llir.DIToken("LineTablesOnly")}, is_distinct=True)
+        self._subprogram = module.add_debug_info("DISubprogram", {
+            "name": self.fndesc.qualname, "linkageName": self.function.name,
+            "scope": self._difile(path), "file": self._difile(path),
+            "line": self.defn_loc.line, "scopeLine": self.defn_loc.line,
+            "type": module.add_debug_info("DISubroutineType",
+                                          {"types": module.add_metadata([])}),
+            "isLocal": False, "isDefinition": True, "isOptimized": True, "unit": unit,
+        }, is_distinct=True)
+        self._scopes = {path: self._subprogram}
+        self.function.set_metadata("dbg", self._subprogram)
+        cgutils.get_or_insert_named_metadata(module, "llvm.dbg.cu").add(unit)
+        cgutils.get_or_insert_named_metadata(module, "llvm.module.flags").add(
+            module.add_metadata([llir.IntType(32)(2), "Debug Info Version",
+                                 llir.IntType(32)(3)]))
+
+    def _difile(self, path: str):
+        path = os.path.abspath(path)
+        if path not in self._files:
+            self._files[path] = self.module.add_debug_info("DIFile", {
+                "filename": os.path.basename(path), "directory": os.path.dirname(path)})
+        return self._files[path]
+
+    def _scope(self, path: str):
+        """The subprogram, or a lexical block file for statements inlined from other files."""
+        if path not in self._scopes:
+            self._scopes[path] = self.module.add_debug_info("DILexicalBlockFile", {
+                "scope": self._subprogram, "file": self._difile(path), "discriminator": 0})
+        return self._scopes[path]
+
+    def lower_inst(self, inst):
+        loc = inst.loc
+        if loc is not None and loc.line is not None and loc.line > 0:
+            self.builder.debug_metadata = self.module.add_debug_info("DILocation", {
+                "line": loc.line, "column": 0, "scope": self._scope(loc.filename)})
+        try:
+            super().lower_inst(inst)
+        finally:
+            self.builder.debug_metadata = None
+
+
+@register_pass(mutates_CFG=True, analysis_only=False)
+class _LocatingNativeLowering(NativeLowering):
+    _name = "enzyme_locating_native_lowering"
+
+    @property
+    def lowering_class(self):
+        return _LocatingLower
+
+
+class _CapturingCompiler(CompilerBase):
+    def define_pipelines(self):
+        pm = DefaultPassBuilder.define_nopython_pipeline(self.state)
+        pm.passes = [(_LocatingNativeLowering if p is NativeLowering else p, d)
+                     for p, d in pm.passes]
+        pm.finalize()
+        return [pm]
+
+
+_twins: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _twin(dispatcher: Dispatcher) -> Dispatcher:
+    """A dispatcher of the same function and options compiled through the capturing pipeline."""
+    twin = _twins.get(dispatcher)
+    if twin is None:
+        options = dict(dispatcher.targetoptions)
+        if options.get("parallel"):
+            raise UnsupportedError(
+                f"{dispatcher.py_func.__qualname__} is compiled with parallel=True",
+                hint="differentiate a serial version (no parallel=True / prange)")
+        options["nopython"] = True
+        twin = jit(locals=dispatcher.locals, pipeline_class=_CapturingCompiler,
+                   **options)(dispatcher.py_func)
+        _twins[dispatcher] = twin
+    return twin
+
+
+# ---------------------------------------------------------------------------------------------
+# Result
+
+
+@dataclass(frozen=True)
+class ParamLayout:
+    """A Python parameter and the indices of its exploded arguments in the LLVM signature.
+
+    Index 0 is the return pointer, 1 the excinfo pointer; an array parameter explodes into
+    5 + 2*ndim arguments (meminfo, parent, nitems, itemsize, data, shape..., strides...).
+    """
+    name: str
+    numba_type: Any
+    llvm_args: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class CapturedFunction:
+    """One specialisation of a primal, ready for the pass."""
+    module_text: str            # canonical, self-contained module
+    func_name: str              # LLVM symbol of the primal
+    argtypes: tuple
+    restype: Any
+    params: tuple[ParamLayout, ...]
+    return_llvm_type: str       # pointee type of the return pointer
+    library: Any                # the primal's Numba code library (link against it)
+    _raw_debug_text: str = field(repr=False, compare=False)
+
+    @functools.cached_property
+    def raw_text(self) -> str:
+        """The primal's module straight out of Numba's lowering (locations as ``!enzyme.loc``)."""
+        return _dbg_to_loc(self._raw_debug_text)
+
+
+_captures: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def capture(dispatcher: Dispatcher, argtypes: tuple) -> CapturedFunction:
+    """Capture ``dispatcher`` specialised for ``argtypes`` (a tuple of Numba types). Cached."""
+    if not isinstance(dispatcher, Dispatcher):
+        raise TypeError(f"expected a numba.njit dispatcher, got {type(dispatcher).__name__}")
+    argtypes = tuple(argtypes)
+    with global_compiler_lock:
+        per_dispatcher = _captures.setdefault(dispatcher, {})
+        if argtypes not in per_dispatcher:
+            per_dispatcher[argtypes] = _capture(dispatcher, argtypes)
+        return per_dispatcher[argtypes]
+
+
+def _capture(dispatcher: Dispatcher, argtypes: tuple) -> CapturedFunction:
+    twin = _twin(dispatcher)
+    try:
+        twin.compile(argtypes)
+    except errors.NumbaRuntimeError as exc:
+        if "re-entrant" not in str(exc):  # the twin reached the original through recursion
+            raise
+        raise UnsupportedError(f"{dispatcher.py_func.__qualname__} is recursive",
+                               hint="differentiate a non-recursive version") from exc
+    cres = twin.overloads[argtypes]
+    name = cres.fndesc.llvm_func_name
+    module, raw_text = _canonical_module(cres.library, name)
+
+    arg_texts, ret_text = llvm_abi(cres.fndesc.argtypes, cres.fndesc.restype)
+    params, index = [], 2
+    for pname, ptype, texts in zip(cres.fndesc.args, cres.fndesc.argtypes, arg_texts):
+        params.append(ParamLayout(pname, ptype, tuple(range(index, index + len(texts)))))
+        index += len(texts)
+    n_llvm = len(module.get_function(name).global_value_type.get_function_parameters())
+    assert n_llvm == index, f"ABI mismatch for {name}: {n_llvm} LLVM args, expected {index}"
+
+    return CapturedFunction(module_text=_dbg_to_loc(str(module)), func_name=name,
+                            argtypes=argtypes, restype=cres.fndesc.restype,
+                            params=tuple(params), return_llvm_type=ret_text,
+                            library=cres.library, _raw_debug_text=raw_text)
+
+
+def _canonical_module(library, name: str) -> tuple[llvm.ModuleRef, str]:
+    """The canonical module of function ``name`` of ``library``, and the raw text defining it."""
+    module, raw_text = _link_raw(library, name)
+    _inline_callees(module, name)
+    canonicalize_module(module)
+    run_module_passes(module, ("global_dead_code_eliminate", "strip_dead_prototype"))
+    return module, raw_text
+
+
+def _reachable_libraries(root) -> list:
+    """``root`` and every library it links, depth first, without duplicates or the NRT runtime."""
+    seen, order, stack = {id(rtsys.library)}, [], [root]
+    while stack:
+        library = stack.pop()
+        if id(library) in seen:
+            continue
+        seen.add(id(library))
+        order.append(library)
+        stack.extend(reversed(library._linking_libraries))
+    return order
+
+
+def _link_raw(root_library, primal: str) -> tuple[llvm.ModuleRef, str]:
+    """One module of the raw IR of ``root_library`` and the libraries it links, and the raw
+    text of the module defining ``primal``.
+
+    Every definition except the primal becomes ``linkonce_odr``: duplicates merge, and what is
+    unreferenced once callees are inlined (their bodies, environment globals) is discardable.
+    """
+    linked, primal_text = None, None
+    for library in _reachable_libraries(root_library):
+        texts = _recorded(library)
+        if texts is None:
+            warnings.warn(
+                f"enzyme_py: the pre-optimisation IR of Numba library {library.name!r} is "
+                "unavailable (compiled before enzyme_py.numba_bridge was imported); calls into "
+                "it stay external. Import enzyme_py before compiling Numba functions.",
+                RuntimeWarning, stacklevel=5)
+            continue
+        for text in texts:
+            module = llvm.parse_assembly(text)
+            for value in (*module.functions, *module.global_variables):
+                if value.is_declaration:
+                    continue
+                if value.name == primal:
+                    primal_text = text
+                elif value.linkage in (llvm.Linkage.external, llvm.Linkage.common):
+                    value.linkage = "linkonce_odr"
+            if linked is None:
+                linked = module
+            else:
+                linked.link_in(module)
+    return linked, primal_text
+
+
+def _inline_callees(module: llvm.ModuleRef, primal: str) -> None:
+    for fn in module.functions:
+        if not fn.is_declaration and fn.name != primal:
+            fn.add_function_attribute("alwaysinline")
+    run_module_passes(module, ("always_inliner", "global_dead_code_eliminate"))
+    leftover = [fn.name for fn in module.functions
+                if not fn.is_declaration and fn.name != primal]
+    if leftover:
+        raise UnsupportedError(
+            f"call to {leftover[0]} cannot be inlined (recursive?)", function=primal,
+            hint="avoid recursion in functions to differentiate")
+
+
+_MD_NODE = re.compile(r"^!(\d+) = (?:distinct )?!(\w+)\((.*)\)$", re.M)
+_DBG_ATTACHMENT = re.compile(r", !dbg !(\d+)")
+
+
+def _field(body: str, name: str) -> str | None:
+    match = re.search(rf"\b{name}: (?:\"((?:[^\"\\]|\\.)*)\"|!?(\d+))", body)
+    return None if match is None else (match.group(1) if match.group(1) is not None
+                                       else match.group(2))
+
+
+def _dbg_to_loc(module_text: str) -> str:
+    """Replace the ``DILocation`` of each instruction by ``!enzyme.loc !{!"file:line"}`` and
+    drop the debug info (line 0, LLVM's merge of different lines, gets no tag)."""
+    nodes = {int(n): (kind, body) for n, kind, body in _MD_NODE.findall(module_text)}
+
+    def path(scope: str) -> str:
+        kind, body = nodes[int(scope)]
+        if kind != "DIFile":
+            return path(_field(body, "file"))
+        return f"{_field(body, 'directory')}/{_field(body, 'filename')}"
+
+    new_nodes: dict[str, int] = {}
+    first_free = 1 + max((int(n) for n in re.findall(r"^!(\d+) = ", module_text, re.M)),
+                         default=-1)
+
+    def retag(match: re.Match) -> str:
+        _, body = nodes[int(match.group(1))]
+        line = int(_field(body, "line") or 0)
+        if line == 0:
+            return ""
+        key = f"{path(_field(body, 'scope'))}:{line}"
+        number = new_nodes.setdefault(key, first_free + len(new_nodes))
+        return f", !{LOC_METADATA} !{number}"
+
+    lines = []
+    for line in module_text.splitlines():
+        if line.startswith("define "):
+            line = re.sub(r" !dbg !\d+", "", line)
+        elif line.startswith("  "):
+            line = _DBG_ATTACHMENT.sub(retag, line)
+        elif line.startswith(("!llvm.dbg.cu ", "!llvm.module.flags ")):
+            continue
+        lines.append(line)
+    lines += [f'!{n} = !{{!"{key}"}}' for key, n in new_nodes.items()]
+    return str(parse("\n".join(lines)))
