@@ -117,8 +117,9 @@ class Builder:
 
     def gep(self, source: Type, ptr: Value, indices: Sequence[Value], name: str | None = None,
             flags: tuple[str, ...] = ()) -> Instruction:
-        assert ptr.type == PTR and all(i.type.is_int for i in indices)
-        return self.insert(Instruction("getelementptr", PTR, [ptr, *indices], name,
+        assert ptr.type.scalar == PTR, f"gep on {ptr.type}"
+        assert all(i.type.is_int for i in indices)
+        return self.insert(Instruction("getelementptr", ptr.type, [ptr, *indices], name,
                                        source_type=source, flags=flags))
 
     def alloca(self, ty: Type, name: str | None = None, count: Value | None = None) -> Instruction:
