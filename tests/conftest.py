@@ -6,3 +6,7 @@ import sys
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
+
+# enzyme_py records the raw IR of every Numba library compiled after it is imported (callee
+# bodies such as np.empty's come from those records), so import it before any kernel compiles.
+import enzyme_py  # noqa: E402,F401

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from ..ir.printer import print_function
 from ..ir.types import ArrayType, FloatType, IntType, StructType, Type, VectorType
 from ..ir.values import Argument, Function, Instruction, Value
+from ..diff.memory import NRT_DATA, is_memory_intrinsic
 
 # Opcodes whose (float) result is varied if any operand is.
 _PROPAGATE = {"fadd", "fsub", "fmul", "fdiv", "frem", "fneg", "fpext", "fptrunc", "select",
@@ -65,10 +66,8 @@ def analyze_activity(fn: Function, varied_args: set[Argument],
             elif inst not in varied and _is_varied(inst, varied, shadowed):
                 varied.add(inst)
                 changed = True
-            if inst.opcode == "store":
-                value, ptr = inst.operands
-                base = _alloca_base(ptr)
-                if value in varied and base is not None and base not in shadowed:
+            for base in _local_memory_receiving(inst, varied, shadowed):
+                if base not in shadowed:
                     shadowed.add(base)
                     changed = True
     useful = _useful(fn, varied, shadowed)
@@ -94,10 +93,28 @@ def _is_varied(inst: Instruction, varied: set[Value], shadowed: set[Value]) -> b
     return any(op in varied for op in ops)
 
 
-def _alloca_base(ptr: Value) -> Instruction | None:
+def _local_memory_receiving(inst: Instruction, varied: set[Value],
+                            shadowed: set[Value]) -> list[Instruction]:
+    """Function-local memory (allocas, NRT allocations) that `inst` fills with active data."""
+    if inst.opcode == "store":
+        value, ptr = inst.operands
+        active = value in varied
+    elif inst.opcode == "call" and is_memory_intrinsic(inst.callee_name or ""):
+        ptr, src = inst.operands[0], inst.operands[1]
+        active = src in shadowed
+    else:
+        return []
+    base = local_memory_base(ptr)
+    return [base] if active and base is not None else []
+
+
+def local_memory_base(ptr: Value) -> Instruction | None:
+    """The alloca or NRT data pointer `ptr` addresses, if it addresses function-local memory."""
     while isinstance(ptr, Instruction) and ptr.opcode == "getelementptr":
         ptr = ptr.operands[0]
-    return ptr if isinstance(ptr, Instruction) and ptr.opcode == "alloca" else None
+    if isinstance(ptr, Instruction) and (ptr.opcode == "alloca" or ptr.callee_name == NRT_DATA):
+        return ptr
+    return None
 
 
 def _useful(fn: Function, varied: set[Value], shadowed: set[Value]) -> set[Value]:

@@ -22,7 +22,8 @@ from ..ir.types import (DOUBLE, I64, PTR, VOID, ArrayType, FloatType, IntType, S
                         VectorType)
 from ..ir.values import (Argument, Block, ConstFloat, Constant, Function, Instruction, Module,
                          Value, const_int, zero)
-from .memory import MEMORY_INTRINSICS, INERT_CALLS, is_memory_intrinsic, pointer_base
+from .allocations import allocate_shadow, data_pointer, refcount, shadowed_allocations
+from .memory import INERT_CALLS, MEMORY_INTRINSICS, NRT_DATA, is_memory_intrinsic, pointer_base
 from .returns import ReturnSlot, find_return_type, pack_results
 from .rules import lookup
 from .rules.emitter import MathEmitter
@@ -59,6 +60,9 @@ class _Forward:
     def run(self) -> Function:
         varied, shadowed = self._seeds()
         self.info: ActivityInfo = analyze_activity(self.primal, varied, shadowed)
+        self.allocs = shadowed_allocations(self.primal, self.info, self.diag)
+        self.meminfo_shadows: dict[Value, Value] = {}
+        self.alloc_sizes: dict[Value, Value] = {}
         entry = self.fn.add_block("entry")
         order = reverse_post_order(self.primal)
         for block in order:
@@ -144,7 +148,9 @@ class _Forward:
             return self._return(inst)
         clone = self.b.insert(clone_instruction(inst, self._map, self.blocks.__getitem__))
         self.vmap[inst] = clone
-        if inst in self.info.shadowed:
+        if inst in self.allocs:
+            self._shadow_allocation(inst)
+        elif inst in self.info.shadowed:
             self._shadow_pointer(inst)
         elif inst in self.info.varied:
             self.b.fast_math = tuple(f for f in inst.flags if f in _FMF)
@@ -241,8 +247,26 @@ class _Forward:
             self.shadows[inst] = self._shadow_of(inst.operands[0], inst)
         elif op == "alloca":
             self.shadows[inst] = self._shadow_alloca(inst)
+        elif inst.callee_name == NRT_DATA:
+            self.shadows[inst] = self._lanes_of(data_pointer(
+                b, self.module, self.meminfo_shadows[inst.operands[0]]), inst.operands[0])
         else:
             raise self.diag.unsupported(f"pointer produced by '{op}' into shadowed memory", inst)
+
+    def _shadow_allocation(self, inst: Instruction) -> None:
+        """A zeroed shadow array (k of them, back to back, in vector mode)."""
+        b = self.b
+        size, align = (self._map(op) for op in inst.operands)
+        total = size if self.width == 1 else b.mul(size, const_int(I64, self.width))
+        self.meminfo_shadows[inst] = allocate_shadow(b, self.module, total, align)[0]
+        self.alloc_sizes[inst] = size
+
+    def _lanes_of(self, data: Value, meminfo: Value) -> Value:
+        if self.width == 1:
+            return data
+        size = self.alloc_sizes[meminfo]
+        return self._vector_of([self.b.gep(IntType(8), data, [self.b.mul(size, const_int(I64, j))])
+                                for j in range(self.width)])
 
     def _shadow_of(self, ptr: Value, user: Instruction) -> Value:
         s = self.shadows.get(ptr)
@@ -311,6 +335,8 @@ class _Forward:
 
     def _inactive_call(self, inst: Instruction) -> None:
         name = inst.callee_name or ""
+        if name in ("NRT_incref", "NRT_decref") and inst.operands[0] in self.meminfo_shadows:
+            refcount(self.b, self.module, name, self.meminfo_shadows[inst.operands[0]])
         touches = [op for op in inst.operands if op in self.info.shadowed or op in self.info.varied]
         if not touches or name.startswith(INERT_CALLS):
             return
@@ -325,16 +351,19 @@ class _Forward:
         if dst not in self.info.shadowed:
             raise self.diag.unsupported(f"'{name}' copies active values into memory without a "
                                         f"shadow ({self._describe(dst)})", inst)
-        if self.width > 1:
-            raise self.diag.unsupported(f"'{name}' in vector forward mode", inst)
-        sdst = self.shadows[dst]
         rest = [self._map(op) for op in inst.operands[2:]]
-        kind = MEMORY_INTRINSICS[name.split(".")[1]]
-        if kind == "copy" and src in self.info.shadowed:
-            b.call(self.module.functions[name], [sdst, self.shadows[src], *rest], inst.type)
-        else:
-            memset = self._declare_memset()
-            b.call(memset, [sdst, const_int(IntType(8), 0), rest[0], rest[-1]], inst.type)
+        copy = MEMORY_INTRINSICS[name.split(".")[1]] == "copy" and src in self.info.shadowed
+        for j in range(self.width):
+            sdst = self._lane(self.shadows[dst], j)
+            if copy:
+                ssrc = self._lane(self.shadows[src], j)
+                b.call(self.module.functions[name], [sdst, ssrc, *rest], inst.type)
+            else:
+                memset = self._declare_memset()
+                b.call(memset, [sdst, const_int(IntType(8), 0), rest[0], rest[-1]], inst.type)
+
+    def _lane(self, shadow: Value, j: int) -> Value:
+        return shadow if self.width == 1 else self.b.extractelement(shadow, j)
 
     def _declare_memset(self) -> Function:
         return declare(self.module, "llvm.memset.p0.i64", VOID, [PTR, IntType(8), I64, IntType(1)])

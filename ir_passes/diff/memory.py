@@ -14,6 +14,11 @@ INERT_CALLS = ("llvm.lifetime.", "llvm.assume", "llvm.experimental.noalias.scope
                "llvm.dbg.", "llvm.invariant.", "llvm.prefetch", "NRT_incref", "NRT_decref")
 
 
+# Numba's runtime: allocation of array memory (meminfo) and the data pointer of a meminfo.
+NRT_ALLOC = ("NRT_MemInfo_alloc_aligned", "NRT_MemInfo_alloc_safe_aligned")
+NRT_DATA = "NRT_MemInfo_data_fast"
+
+
 def is_memory_intrinsic(name: str) -> bool:
     parts = name.split(".")
     return len(parts) > 1 and parts[0] == "llvm" and parts[1] in MEMORY_INTRINSICS

@@ -26,9 +26,10 @@ from ...errors import ActivityError
 from ...ir.builder import Builder, add_incoming, declare
 from ...ir.clone import clone_instruction
 from ...ir.types import I32, I64, PTR, VOID, ArrayType, FloatType, IntType, StructType, Type
-from ...ir.values import (Argument, Block, ConstFloat, Constant, Function, Instruction, Module,
-                          Value, const_float, const_int, zero)
-from ..memory import INERT_CALLS, MEMORY_INTRINSICS, is_memory_intrinsic, pointer_base
+from ...ir.values import (FALSE, Argument, Block, ConstFloat, Constant, Function, Instruction,
+                          Module, Value, const_float, const_int, zero)
+from ..allocations import allocate_shadow, data_pointer, refcount, shadowed_allocations
+from ..memory import INERT_CALLS, MEMORY_INTRINSICS, NRT_DATA, is_memory_intrinsic, pointer_base
 from ..returns import ReturnSlot, find_return_type, pack_results
 from ..rules import lookup
 from ..rules.emitter import MathEmitter
@@ -36,6 +37,7 @@ from ..rules.math import math_rule_name
 from ..rules.needs import rule_needs
 from ..signature import build_signature
 from ..spec import Activity, DiffSpec
+from .copies import copy_adjoint_function, copy_element_type
 from .plan import InductionVariable, ReversePlan
 from .tape import Tape, pop_placeholder
 
@@ -72,6 +74,7 @@ class _Reverse:
     # ------------------------------------------------------------ driver
     def run(self) -> Function:
         self.info: ActivityInfo = analyze_activity(self.primal, *self._seeds())
+        self.allocs = shadowed_allocations(self.primal, self.info, self.diag)
         normal_returns = [blk for blk in self.primal.blocks
                           if (t := blk.terminator) is not None and t.opcode == "ret"
                           and not _nonzero_status(t)]
@@ -175,7 +178,10 @@ class _Reverse:
             clone = b.insert(clone_instruction(inst, self._map, self.fwd.__getitem__))
             self.vmap[inst] = clone
             self._check_forward(inst)
-            if inst in self.info.shadowed:
+            if inst in self.allocs:
+                size, align = (self._map(op) for op in inst.operands)
+                self.fshadow[inst] = allocate_shadow(b, self.module, size, align)[0]
+            elif inst in self.info.shadowed:
                 self.fshadow[inst] = self._forward_shadow(inst)
 
     def _block_bookkeeping(self, block: Block, loop: Loop | None) -> None:
@@ -215,6 +221,8 @@ class _Reverse:
             return b.select(self._map(c), self._fshadow_of(x, inst), self._fshadow_of(y, inst))
         if op in ("bitcast", "addrspacecast", "freeze"):
             return self._fshadow_of(inst.operands[0], inst)
+        if inst.callee_name == NRT_DATA:
+            return data_pointer(b, self.module, self.fshadow[inst.operands[0]])
         if op == "alloca":
             if inst.operands:
                 raise self.diag.unsupported("dynamic alloca holding active values", inst)
@@ -246,11 +254,10 @@ class _Reverse:
             if not touches or name.startswith(INERT_CALLS):
                 return
             if is_memory_intrinsic(name):
-                kind = MEMORY_INTRINSICS[name.split(".")[1]]
-                if inst.operands[0] not in self.info.shadowed or (
-                        kind == "copy" and inst.operands[1] in self.info.shadowed):
-                    raise self.diag.unsupported(f"'{name}' on active memory in reverse mode", inst,
-                                                "write the copy as a loop")
+                if inst.operands[0] not in self.info.shadowed:
+                    raise self.diag.unsupported(
+                        f"'{name}' copies active values into memory without a shadow "
+                        f"({self._describe(inst.operands[0])})", inst)
             elif lookup(math_rule_name(name, inst.type)) is None:
                 raise self.diag.unsupported(f"call to '{name}' with active arguments", inst,
                                             "register a custom derivative rule for it")
@@ -498,9 +505,11 @@ class _Reverse:
         op = inst.opcode
         if op == "store":
             return self._adjoint_store(inst)
+        if inst in self.allocs:   # the shadow array is not needed before this point
+            return refcount(self.b, self.module, "NRT_decref", self._shadow(inst))
         if op == "call" and is_memory_intrinsic(inst.callee_name or "") \
                 and inst.operands[0] in self.info.shadowed:
-            return self._adjoint_memset(inst)
+            return self._adjoint_memory(inst)
         if not self.info.is_active(inst):
             return
         b = self.b
@@ -567,12 +576,19 @@ class _Reverse:
             self._add_adjoint(v, b.load(v.type, sp))
         b.store(zero(v.type), sp)
 
-    def _adjoint_memset(self, inst: Instruction) -> None:
+    def _adjoint_memory(self, inst: Instruction) -> None:
+        """memset: the shadow is zeroed; memcpy/memmove: d_src += d_dst, then d_dst = 0."""
         b = self.b
-        sdst = self._shadow(inst.operands[0])
-        length, volatile = self._avail(inst.operands[2]), inst.operands[-1]
+        name = inst.callee_name or ""
+        dst, src = inst.operands[0], inst.operands[1]
+        length = self._avail(inst.operands[2])
+        if MEMORY_INTRINSICS[name.split(".")[1]] == "copy" and src in self.info.shadowed:
+            t = copy_element_type(self.primal, inst, self.diag)
+            b.call(copy_adjoint_function(self.module, t), [self._shadow(src), self._shadow(dst),
+                                                           length], VOID)
+            return
         memset = declare(self.module, "llvm.memset.p0.i64", VOID, [PTR, IntType(8), I64, IntType(1)])
-        b.call(memset, [sdst, const_int(IntType(8), 0), length, volatile], VOID)
+        b.call(memset, [self._shadow(dst), const_int(IntType(8), 0), length, FALSE], VOID)
 
     # ------------------------------------------------------------ tape pushes
     def _push_frame(self, block: Block) -> None:

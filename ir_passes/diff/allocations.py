@@ -1,0 +1,54 @@
+"""Shadows of memory the primal allocates itself (arrays from Numba's runtime, NRT).
+
+When active values are stored into an array allocated inside the function
+(`NRT_MemInfo_alloc_aligned` + `NRT_MemInfo_data_fast`), the derivative allocates a zeroed
+shadow of the same size next to it. Forward mode mirrors the primal's reference counting on
+the shadow; reverse mode keeps the shadow alive until the reverse of the allocation, where it
+is released.
+"""
+from __future__ import annotations
+
+from ..analysis.activity import ActivityInfo
+from ..diagnostics import Diagnostics
+from ..ir.builder import Builder, declare
+from ..ir.types import I1, I8, I32, I64, PTR, VOID
+from ..ir.values import FALSE, Function, Instruction, Module, Value, const_int
+from .memory import NRT_ALLOC, NRT_DATA
+
+_REFCOUNT = ("NRT_incref", "NRT_decref")
+
+
+def shadowed_allocations(fn: Function, info: ActivityInfo,
+                         diag: Diagnostics) -> set[Instruction]:
+    """The allocation calls whose memory needs a shadow (checked not to escape)."""
+    allocs: set[Instruction] = set()
+    for inst in fn.instructions():
+        if inst.callee_name == NRT_DATA and inst in info.shadowed:
+            meminfo = inst.operands[0]
+            if not (isinstance(meminfo, Instruction) and meminfo.callee_name in NRT_ALLOC):
+                raise diag.unsupported("active data in an array of unknown origin", inst)
+            allocs.add(meminfo)
+    for inst in fn.instructions():
+        if any(op in allocs for op in inst.operands) and inst.opcode != "icmp" and \
+                inst.callee_name not in (NRT_DATA, *_REFCOUNT):
+            raise diag.unsupported("an array holding active values escapes the function "
+                                   "(returned, stored or passed to a call)", inst)
+    return allocs
+
+
+def allocate_shadow(b: Builder, module: Module, size: Value, align: Value) -> tuple[Value, Value]:
+    """Emit a zeroed allocation like the primal's; returns (meminfo, data pointer)."""
+    alloc = declare(module, NRT_ALLOC[0], PTR, [I64, I32])
+    meminfo = b.call(alloc, [size, align], PTR)
+    data = data_pointer(b, module, meminfo)
+    memset = declare(module, "llvm.memset.p0.i64", VOID, [PTR, I8, I64, I1])
+    b.call(memset, [data, const_int(I8, 0), size, FALSE], VOID)
+    return meminfo, data
+
+
+def data_pointer(b: Builder, module: Module, meminfo: Value) -> Value:
+    return b.call(declare(module, NRT_DATA, PTR, [PTR]), [meminfo], PTR)
+
+
+def refcount(b: Builder, module: Module, name: str, meminfo: Value) -> None:
+    b.call(declare(module, name, VOID, [PTR]), [meminfo], VOID)

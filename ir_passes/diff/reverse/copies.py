@@ -1,0 +1,56 @@
+"""The adjoint of a memory copy: `d_src += d_dst; d_dst = 0`, element by element.
+
+`llvm.memcpy` only knows bytes; the element type comes from how the primal accesses the
+copied memory. The loop lives in a small internal function so reverse blocks stay
+straight-line code.
+"""
+from __future__ import annotations
+
+from ...diagnostics import Diagnostics
+from ...ir.builder import Builder, add_incoming
+from ...ir.types import I64, PTR, VOID, FloatType, FunctionType, size_of
+from ...ir.values import Function, Instruction, Module, const_int, zero
+from ..memory import pointer_base
+
+
+def copy_element_type(fn: Function, copy: Instruction, diag: Diagnostics) -> FloatType:
+    """The one float type the primal loads or stores through the copy's source or target."""
+    bases = {pointer_base(copy.operands[0]), pointer_base(copy.operands[1])}
+    found = set()
+    for inst in fn.instructions():
+        if inst.opcode in ("load", "store"):
+            ptr = inst.operands[0] if inst.opcode == "load" else inst.operands[1]
+            t = inst.type if inst.opcode == "load" else inst.operands[0].type
+            if pointer_base(ptr) in bases and isinstance(t, FloatType):
+                found.add(t)
+    if len(found) != 1:
+        raise diag.unsupported("memory copy of active data whose element type is unknown", copy,
+                               "copy the array with an explicit loop")
+    return found.pop()
+
+
+def copy_adjoint_function(module: Module, t: FloatType) -> Function:
+    name = f"enzyme_py.copy_adjoint.{t}"
+    fn = module.functions.get(name)
+    if fn is not None:
+        return fn
+    fn = Function(name, FunctionType(VOID, (PTR, PTR, I64)), ["d_src", "d_dst", "bytes"],
+                  linkage="internal")
+    d_src, d_dst, nbytes = fn.args
+    entry, loop, done = fn.add_block("entry"), fn.add_block("loop"), fn.add_block("done")
+    b = Builder(entry)
+    count = b.binop("udiv", nbytes, const_int(I64, size_of(t)))
+    b.cbr(b.icmp("eq", count, const_int(I64, 0)), done, loop)
+    b.position_at_end(loop)
+    i = b.phi(I64, "i")
+    dst_at, src_at = b.gep(t, d_dst, [i]), b.gep(t, d_src, [i])
+    b.store(b.fadd(b.load(t, src_at), b.load(t, dst_at)), src_at)
+    b.store(zero(t), dst_at)
+    nxt = b.add(i, const_int(I64, 1))
+    b.cbr(b.icmp("eq", nxt, count), done, loop)
+    add_incoming(i, const_int(I64, 0), entry)
+    add_incoming(i, nxt, loop)
+    b.position_at_end(done)
+    b.ret()
+    module.add_function(fn)
+    return fn
