@@ -547,7 +547,8 @@ class _Reverse:
                                         "register a custom rule for it")
         ops = inst.operands
         wanted = [i for i, o in enumerate(ops) if o in self.info.varied]
-        needs, needs_res = rule_needs(rule, tuple(o.type for o in ops), inst.type)
+        needs, needs_res = rule_needs(rule, tuple(o.type for o in ops), inst.type,
+                                      frozenset(wanted))
         args = [self._avail(o) if i in needs else Constant(o.type, "poison")
                 for i, o in enumerate(ops)]
         res = self._avail(inst) if needs_res else Constant(inst.type, "poison")
