@@ -23,7 +23,7 @@ from ir_passes.errors import ActivityError
 
 from .activities import parse_spec
 from .numba_bridge.link import lazy_intrinsic, njit_wrapper
-from .specialize import Specializer, check_lanes, check_shadow
+from .specialize import Specializer, check_disjoint, check_lanes, check_shadow
 
 _stub_ids = itertools.count()
 
@@ -50,7 +50,7 @@ def derive_diff(f, name: str | None, activities, mode: str = "reverse", *, ret: 
 
     def make_impl(argtypes: tuple):
         scope = {"__call": call, "np": np, "check_shadow": check_shadow,
-                 "check_lanes": check_lanes}
+                 "check_lanes": check_lanes, "check_disjoint": check_disjoint}
         exec(specializer.wrapper_source(argtypes), scope)
         return scope["impl"]
 

@@ -11,18 +11,19 @@ from dataclasses import dataclass, field
 
 from numba import types
 from numba.core.errors import TypingError
-from numba.extending import overload
+from numba.extending import overload, register_jitable
 
 from ir_passes.analysis.activity import analyze_activity, print_activity
 from ir_passes.canonicalize import optimize, verify
 from ir_passes.diff.forward import synthesize_forward
 from ir_passes.diff.reverse.synth import synthesize_reverse
-from ir_passes.diff.spec import Activity, DiffSpec, ParamSpec
+from ir_passes.diff.reverse.plan import written_bases
+from ir_passes.diff.spec import ARRAY_DATA, Activity, DiffSpec, ParamSpec
 from ir_passes.errors import ActivityError, InvalidIRError
 from ir_passes.ir.parser import parse_module, parse_type
 from ir_passes.ir.printer import print_function, print_module
 
-from .activities import ActivitySpec, check_types, is_float_scalar, return_activity
+from .activities import ActivitySpec, check_types, return_activity
 from .numba_bridge.capture import capture
 from .numba_bridge.link import Built, llvm_abi, unique_symbol
 
@@ -80,6 +81,8 @@ class Specializer:
                 lines.append(f"    check_shadow({pname}, {shadow}, '{pname}')")
             elif k > 1:
                 lines.append(f"    check_lanes({pname}, {shadow}, {k}, '{pname}')")
+        if self.spec.mode == "reverse":
+            lines += self._disjointness_checks(primal_types)
         call_args = ", ".join(params)
         if k > 1 and self._ret_differentiated(primal_types):
             lines.append(f"    tangent = np.empty({k}, np.float64)")
@@ -89,6 +92,21 @@ class Specializer:
         else:
             lines.append(f"    return __call({call_args})")
         return "\n".join(lines) + "\n"
+
+    def _disjointness_checks(self, primal_types: tuple) -> list[str]:
+        """Reverse mode rereads arrays the function never writes; check at call time that
+        the arrays it does write do not overlap them (the pass assumes they don't)."""
+        arrays = [i for i, t in enumerate(primal_types) if isinstance(t, types.Array)]
+        if len(arrays) < 2:
+            return []
+        cap = capture(self.primal, primal_types)
+        fn = parse_module(cap.module_text).functions[cap.func_name]
+        bases = written_bases(fn)
+        written = arrays if bases is None else [
+            i for i in arrays if fn.args[cap.params[i].llvm_args[ARRAY_DATA]] in bases]
+        names = self.spec.params
+        return [f"    check_disjoint({names[w]}, {names[o]}, '{names[w]}', '{names[o]}')"
+                for w in written for o in arrays if o != w and not (o in written and o < w)]
 
     def _ret_differentiated(self, primal_types: tuple) -> bool:
         restype = capture(self.primal, primal_types).restype
@@ -184,7 +202,7 @@ def check_lanes(primal, tangent, width, name):
     """Raise ValueError unless `tangent` is `width` lanes shaped (and strided) like `primal`."""
 
 
-@overload(check_shadow)
+@overload(check_shadow, prefer_literal=True)
 def _check_shadow(primal, shadow, name):
     pname = getattr(name, "literal_value", "?")
     if not isinstance(shadow, types.Array):
@@ -200,7 +218,38 @@ def _check_shadow(primal, shadow, name):
     return impl
 
 
-@overload(check_lanes)
+def check_disjoint(a, b, name_a, name_b):
+    """Raise ValueError if the memory of arrays `a` and `b` overlaps."""
+
+
+@overload(check_disjoint, prefer_literal=True)
+def _check_disjoint(a, b, name_a, name_b):
+    na, nb = getattr(name_a, "literal_value", "?"), getattr(name_b, "literal_value", "?")
+    msg = (f"arrays '{na}' and '{nb}' overlap in memory; reverse mode assumes an array the "
+           f"function writes does not share memory with its other arrays (pass a copy)")
+
+    def impl(a, b, name_a, name_b):
+        alo, ahi = _extent(a)
+        blo, bhi = _extent(b)
+        if a.size > 0 and b.size > 0 and alo < bhi and blo < ahi:
+            raise ValueError(msg)
+    return impl
+
+
+@register_jitable
+def _extent(a):
+    lo = a.ctypes.data
+    hi = lo + a.itemsize
+    for k in range(a.ndim):
+        span = (a.shape[k] - 1) * a.strides[k]
+        if span < 0:
+            lo += span
+        else:
+            hi += span
+    return lo, hi
+
+
+@overload(check_lanes, prefer_literal=True)
 def _check_lanes(primal, tangent, width, name):
     pname = getattr(name, "literal_value", "?")
     msg = (f"the tangent of '{pname}' must have shape (width,) + shape of '{pname}', with "
@@ -223,4 +272,4 @@ def _check_lanes(primal, tangent, width, name):
     return impl_scalar
 
 
-__all__ = ["STAGES", "Specializer", "check_lanes", "check_shadow", "is_float_scalar"]
+__all__ = ["STAGES", "Specializer", "check_disjoint", "check_lanes", "check_shadow"]

@@ -45,7 +45,7 @@ class ReversePlan:
         self.once = {b for b in fn.blocks if b in self.idom and b not in self.loop_of
                      and all(dominates(self.idom, b, r) for r in returns)}
         self.ivs = self._induction_variables()
-        self.written = _written_bases(fn)
+        self.written = written_bases(fn)
 
     # ------------------------------------------------------------ loops
     def preheader(self, loop: Loop) -> Block:
@@ -137,7 +137,7 @@ class ReversePlan:
         return v in self.ivs
 
 
-def _written_bases(fn: Function) -> set[Value] | None:
+def written_bases(fn: Function) -> set[Value] | None:
     """Bases of all memory the function writes; None when some write has an unknown base."""
     bases: set[Value] = set()
     for inst in fn.instructions():
@@ -161,4 +161,4 @@ def _written_bases(fn: Function) -> set[Value] | None:
     return bases
 
 
-__all__ = ["InductionVariable", "ReversePlan"]
+__all__ = ["InductionVariable", "ReversePlan", "written_bases"]

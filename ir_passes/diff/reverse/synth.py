@@ -198,7 +198,8 @@ class _Reverse:
             self.which[block] = which
             fwd_which = b.phi(I32, f"{block.name}.from")
             for i, p in enumerate(self._preds(block)):
-                add_incoming(fwd_which, const_int(I32, i), self.fwd[p])
+                for _ in range(p.successors().count(block)):   # one entry per CFG edge
+                    add_incoming(fwd_which, const_int(I32, i), self.fwd[p])
             self.vmap[which] = fwd_which
 
     def _loop_with_header(self, block: Block) -> Loop | None:
@@ -326,7 +327,9 @@ class _Reverse:
             shadow = self.fshadow[self.primal.args[self.spec.retptr]]
             b.store(_seed(self.slot.type), shadow)
         targets = [self.rev[blk] for blk, _ in self.returns]
-        if len(targets) == 1:
+        if not targets:                      # the primal never returns normally
+            b.unreachable()
+        elif len(targets) == 1:
             b.br(targets[0])
         else:
             b.switch(from_block, targets[0],
