@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from ..ir.printer import print_function
 from ..ir.types import ArrayType, FloatType, IntType, StructType, Type, VectorType
 from ..ir.values import Argument, Function, Instruction, Value
-from ..diff.memory import NRT_DATA, is_memory_intrinsic
+from ..diff.memory import NRT_DATA, is_memory_intrinsic, pointer_base
 
 # Opcodes whose (float) result is varied if any operand is.
 _PROPAGATE = {"fadd", "fsub", "fmul", "fdiv", "frem", "fneg", "fpext", "fptrunc", "select",
@@ -110,10 +110,9 @@ def _local_memory_receiving(inst: Instruction, varied: set[Value],
 
 def local_memory_base(ptr: Value) -> Instruction | None:
     """The alloca or NRT data pointer `ptr` addresses, if it addresses function-local memory."""
-    while isinstance(ptr, Instruction) and ptr.opcode == "getelementptr":
-        ptr = ptr.operands[0]
-    if isinstance(ptr, Instruction) and (ptr.opcode == "alloca" or ptr.callee_name == NRT_DATA):
-        return ptr
+    base = pointer_base(ptr)
+    if isinstance(base, Instruction) and (base.opcode == "alloca" or base.callee_name == NRT_DATA):
+        return base
     return None
 
 

@@ -25,8 +25,23 @@ def is_memory_intrinsic(name: str) -> bool:
 
 
 def pointer_base(ptr: Value) -> Value:
-    """The value a pointer is derived from through address arithmetic."""
-    while isinstance(ptr, Instruction) and ptr.opcode in ("getelementptr", "bitcast",
-                                                          "addrspacecast", "freeze"):
-        ptr = ptr.operands[0]
-    return ptr
+    """The single value a pointer is derived from through address arithmetic, phis and
+    selects (`ptr` itself when it has several or none)."""
+    seen: set[int] = set()
+    bases: list[Value] = []
+    work = [ptr]
+    while work:
+        p = work.pop()
+        if id(p) in seen:
+            continue
+        seen.add(id(p))
+        if isinstance(p, Instruction) and p.opcode in ("getelementptr", "bitcast",
+                                                       "addrspacecast", "freeze"):
+            work.append(p.operands[0])
+        elif isinstance(p, Instruction) and p.opcode == "phi":
+            work.extend(p.operands)
+        elif isinstance(p, Instruction) and p.opcode == "select":
+            work.extend(p.operands[1:])
+        elif not any(b is p for b in bases):
+            bases.append(p)
+    return bases[0] if len(bases) == 1 else ptr

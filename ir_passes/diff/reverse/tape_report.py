@@ -32,7 +32,8 @@ from ...ir.printer import Namer
 from ...ir.types import I32, I64, FloatType
 from ...ir.values import (Argument, Block, ConstInt, Constant, Function, GlobalRef, Instruction,
                           Module, Value, const_int)
-from ..memory import is_memory_intrinsic
+from ..allocations import shadowed_allocations
+from ..memory import MEMORY_INTRINSICS, is_memory_intrinsic
 from ..returns import ReturnSlot, find_return_type
 from ..rules import lookup
 from ..rules.math import math_rule_name
@@ -265,6 +266,7 @@ class _Replay:
     def run(self) -> TapeReport:
         fn = self.fn
         self.info: ActivityInfo = analyze_activity(fn, *activity_seeds(fn, self.spec))
+        self.allocs = shadowed_allocations(fn, self.info, self.diag)
         returns = [b for b in fn.blocks if (t := b.terminator) is not None
                    and t.opcode == "ret" and not _nonzero_status(t)]
         self.plan = ReversePlan(fn, returns)
@@ -309,12 +311,18 @@ class _Replay:
         info = self.info
         if op == "store":
             if inst.operands[1] in info.shadowed:
-                self._shadow(inst.operands[1], f"shadow address of {self._ref(inst)}")
+                self._shadow(inst.operands[1], "shadow address of a store")
             return
-        if op == "call" and is_memory_intrinsic(inst.callee_name or "") \
-                and inst.operands[0] in info.shadowed:
-            self._shadow(inst.operands[0], f"shadow address of {inst.callee_name}")
-            self._avail(inst.operands[2], f"length of {inst.callee_name}")
+        if inst in self.allocs:
+            self._shadow(inst, "shadow array, released by the reverse of its allocation")
+            return
+        name = inst.callee_name or ""
+        if op == "call" and is_memory_intrinsic(name) and inst.operands[0] in info.shadowed:
+            self._avail(inst.operands[2], f"length of {name}")
+            if MEMORY_INTRINSICS[name.split(".")[1]] == "copy" and \
+                    inst.operands[1] in info.shadowed:
+                self._shadow(inst.operands[1], f"shadow source of {name}")
+            self._shadow(inst.operands[0], f"shadow destination of {name}")
             return
         if not info.is_active(inst):
             return
@@ -327,7 +335,9 @@ class _Replay:
             rule = lookup(name)
             if rule is None:        # the synthesizer reports it
                 return
-            needs, needs_res = rule_needs(rule, tuple(o.type for o in inst.operands), inst.type)
+            wanted = frozenset(i for i, o in enumerate(inst.operands) if o in info.varied)
+            needs, needs_res = rule_needs(rule, tuple(o.type for o in inst.operands), inst.type,
+                                          wanted)
             for i in sorted(needs):
                 self._avail(inst.operands[i], f"operand {i} of {name} {self._ref(inst)}")
             if needs_res:
@@ -350,8 +360,8 @@ class _Replay:
                 self._avail(op, f"operand of recomputed {self._ref(v)}")
 
     def _shadow(self, ptr: Value, reason: str) -> None:
-        if ptr in self.info.shadowed and (isinstance(ptr, Argument) or
-                                          self.plan.kind(ptr, self.cur) == "direct"):
+        if (ptr in self.info.shadowed or ptr in self.allocs) and (
+                isinstance(ptr, Argument) or self.plan.kind(ptr, self.cur) == "direct"):
             return
         key = ~id(ptr)
         if key in self.seen:
