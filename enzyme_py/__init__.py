@@ -2,5 +2,7 @@
 from ir_passes.errors import ActivityError, EnzymePyError, UnsupportedError
 
 from .api import autodiff, derive_diff
+from .rules import register_rule
 
-__all__ = ["ActivityError", "EnzymePyError", "UnsupportedError", "autodiff", "derive_diff"]
+__all__ = ["ActivityError", "EnzymePyError", "UnsupportedError", "autodiff", "derive_diff",
+           "register_rule"]

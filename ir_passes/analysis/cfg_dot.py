@@ -119,8 +119,8 @@ def _derivative_roles(primal: Function, derivative: Function):
     block_names = {b.name for b in primal.blocks if b.name}
     clones = {(i.opcode, i.name) for i in primal.instructions() if i.name}
 
-    def new_block(block: Block) -> bool:
-        return block is not derivative.entry and block.name not in block_names
+    def new_block(block: Block) -> bool:    # the entry holds the synthesizer's allocas
+        return block is derivative.entry or block.name not in block_names
 
     def style(inst: Instruction) -> _Style:
         if inst.block is not None and new_block(inst.block):

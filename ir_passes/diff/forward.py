@@ -214,7 +214,7 @@ class _Forward:
             what = f"call to '{inst.callee_name}'" if inst.opcode == "call" else \
                 f"instruction '{inst.opcode}'"
             raise self.diag.unsupported(f"no derivative rule for {what}", inst,
-                                        "register a custom rule for it")
+                                        f"register a derivative rule: enzyme_py.register_rule({name!r}, ...)")
         args = [self._map(a) for a in inst.operands]
         partials = rule.partials(self.m, args, clone)
         total: Value | None = None
@@ -343,7 +343,7 @@ class _Forward:
         if is_memory_intrinsic(name):
             return self._memory_intrinsic(inst, name)
         raise self.diag.unsupported(f"call to '{name}' with active arguments", inst,
-                                    "register a custom derivative rule for it")
+                                    f"register a derivative rule: enzyme_py.register_rule({name!r}, ...)")
 
     def _memory_intrinsic(self, inst: Instruction, name: str) -> None:
         b = self.b

@@ -261,7 +261,7 @@ class _Reverse:
                         f"({self._describe(inst.operands[0])})", inst)
             elif lookup(math_rule_name(name, inst.type)) is None:
                 raise self.diag.unsupported(f"call to '{name}' with active arguments", inst,
-                                            "register a custom derivative rule for it")
+                                            f"register a derivative rule: enzyme_py.register_rule({name!r}, ...)")
         elif op in ("ptrtoint", "inttoptr") and any(o in self.info.shadowed for o in inst.operands):
             raise self.diag.unsupported(f"'{op}' of a pointer into shadowed memory", inst)
         elif op in ("extractelement", "insertelement", "shufflevector", "bitcast") \
@@ -547,7 +547,7 @@ class _Reverse:
         rule = lookup(name)
         if rule is None:
             raise self.diag.unsupported(f"no derivative rule for '{name}'", inst,
-                                        "register a custom rule for it")
+                                        f"register a derivative rule: enzyme_py.register_rule({name!r}, ...)")
         ops = inst.operands
         wanted = [i for i, o in enumerate(ops) if o in self.info.varied]
         needs, needs_res = rule_needs(rule, tuple(o.type for o in ops), inst.type,
