@@ -102,3 +102,16 @@ def find_loops(fn: Function) -> list[Loop]:
                 inner.parent = outer
                 break
     return ordered
+
+
+def blocks_reaching(fn: Function, targets: list[Block]) -> set[Block]:
+    """Blocks from which some block of `targets` is reachable (targets included)."""
+    preds = fn.predecessors()
+    seen = set(targets)
+    work = list(targets)
+    while work:
+        for p in preds[work.pop()]:
+            if p not in seen:
+                seen.add(p)
+                work.append(p)
+    return seen

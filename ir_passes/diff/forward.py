@@ -20,10 +20,11 @@ from ..ir.builder import Builder, add_incoming, declare
 from ..ir.clone import clone_instruction
 from ..ir.types import (DOUBLE, I64, PTR, VOID, ArrayType, FloatType, IntType, StructType, Type,
                         VectorType)
-from ..ir.values import (Argument, Block, ConstFloat, Constant, Function, Instruction, Module,
+from ..ir.values import (Argument, Block, Constant, Function, Instruction, Module,
                          Value, const_int, zero)
+from .common import describe_memory, fast_math_of, scale
 from .allocations import allocate_shadow, data_pointer, refcount, shadowed_allocations
-from .memory import INERT_CALLS, MEMORY_INTRINSICS, NRT_DATA, is_memory_intrinsic, pointer_base
+from .memory import INERT_CALLS, MEMORY_INTRINSICS, NRT_DATA, is_memory_intrinsic
 from .returns import ReturnSlot, find_return_type, pack_results
 from .rules import lookup
 from .rules.emitter import MathEmitter
@@ -153,7 +154,7 @@ class _Forward:
         elif inst in self.info.shadowed:
             self._shadow_pointer(inst)
         elif inst in self.info.varied:
-            self.b.fast_math = tuple(f for f in inst.flags if f in _FMF)
+            self.b.fast_math = fast_math_of(inst)
             self.tangents[inst] = self._tangent(inst, clone)
             self.b.fast_math = ()
         elif inst.opcode == "store":
@@ -221,18 +222,10 @@ class _Forward:
         for a, p in zip(inst.operands, partials):
             if p is None or a not in self.tangents:
                 continue
-            term = self._scale(p, self.tangents[a])
+            term = scale(self.b, p, self.tangents[a], self.width)
             total = term if total is None else self.b.fadd(total, term)
         return total if total is not None else zero(self._tangent_type(inst.type))
 
-    def _scale(self, p: Value, t: Value) -> Value:
-        if isinstance(p, ConstFloat) and p.value == 1.0:
-            return t
-        if isinstance(p, ConstFloat) and p.value == -1.0:
-            return self.b.fneg(t)
-        return self.b.fmul(self.b.splat(p, self.width) if self.width > 1 else p, t)
-
-    # ------------------------------------------------------------ memory
     def _shadow_pointer(self, inst: Instruction) -> None:
         b, op = self.b, inst.opcode
         if op == "getelementptr":
@@ -273,7 +266,7 @@ class _Forward:
         if s is None:
             raise self.diag.unsupported(
                 "a pointer that may address either shadowed or unshadowed memory", user,
-                f"mark every array reaching this instruction dup ({self._describe(ptr)})")
+                f"mark every array reaching this instruction dup ({describe_memory(self.spec, ptr)})")
         return s
 
     def _shadow_alloca(self, inst: Instruction) -> Value:
@@ -320,18 +313,8 @@ class _Forward:
                     self.b.store(self.b.extractelement(t, j), self.b.extractelement(sp, j))
         elif v in self.info.varied:
             raise self.diag.unsupported(
-                f"active value stored into memory without a shadow ({self._describe(ptr)})", inst,
+                f"active value stored into memory without a shadow ({describe_memory(self.spec, ptr)})", inst,
                 "mark that array 'dup' so its derivative is tracked")
-
-    def _describe(self, ptr: Value) -> str:
-        base = pointer_base(ptr)
-        if isinstance(base, Argument):
-            p = self.spec.param_of_arg(base.index)
-            if p is not None:
-                return f"array '{p.name}' is {p.activity.value}"
-        if isinstance(base, Instruction) and base.opcode == "call":
-            return f"memory returned by '{base.callee_name}'"
-        return "memory of unknown origin"
 
     def _inactive_call(self, inst: Instruction) -> None:
         name = inst.callee_name or ""
@@ -350,7 +333,7 @@ class _Forward:
         dst, src = inst.operands[0], inst.operands[1]
         if dst not in self.info.shadowed:
             raise self.diag.unsupported(f"'{name}' copies active values into memory without a "
-                                        f"shadow ({self._describe(dst)})", inst)
+                                        f"shadow ({describe_memory(self.spec, dst)})", inst)
         rest = [self._map(op) for op in inst.operands[2:]]
         copy = MEMORY_INTRINSICS[name.split(".")[1]] == "copy" and src in self.info.shadowed
         for j in range(self.width):
@@ -428,4 +411,3 @@ class _Forward:
             b.store(v, b.gep(IntType(8), data, [b.mul(stride, const_int(I64, j))]))
 
 
-_FMF = {"fast", "nnan", "ninf", "nsz", "arcp", "contract", "afn", "reassoc"}

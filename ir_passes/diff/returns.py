@@ -12,7 +12,7 @@ from ..analysis.activity import carries_float
 from ..diagnostics import Diagnostics
 from ..ir.builder import Builder
 from ..ir.types import PTR, ArrayType, StructType, Type
-from ..ir.values import Argument, Constant, Function, Value
+from ..ir.values import Argument, Constant, Function, Instruction, Value
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,12 @@ class ReturnSlot:
     @property
     def differentiable(self) -> bool:
         return carries_float(self.type)
+
+
+def is_exceptional_return(ret: Instruction) -> bool:
+    """A `ret` of a constant nonzero status: Numba's "an exception was raised" exit."""
+    status = ret.operands[0] if ret.operands else None
+    return isinstance(status, Constant) and status.text != "0"
 
 
 def find_return_type(primal: Function, retptr_index: int) -> Type:

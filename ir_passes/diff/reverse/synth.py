@@ -20,17 +20,18 @@ classified by `ReversePlan` (direct / iv / recompute / tape).
 from __future__ import annotations
 
 from ...analysis.activity import ActivityInfo, analyze_activity, carries_float
-from ...analysis.cfg import Loop, reverse_post_order
+from ...analysis.cfg import Loop, blocks_reaching, reverse_post_order
 from ...diagnostics import Diagnostics
 from ...errors import ActivityError
 from ...ir.builder import Builder, add_incoming, declare
 from ...ir.clone import clone_instruction
 from ...ir.types import I32, I64, PTR, VOID, ArrayType, FloatType, IntType, StructType, Type
-from ...ir.values import (FALSE, Argument, Block, ConstFloat, Constant, Function, Instruction,
+from ...ir.values import (FALSE, Argument, Block, Constant, Function, Instruction,
                           Module, Value, const_float, const_int, zero)
+from ..common import describe_memory, fast_math_of, scale
 from ..allocations import allocate_shadow, data_pointer, refcount, shadowed_allocations
-from ..memory import INERT_CALLS, MEMORY_INTRINSICS, NRT_DATA, is_memory_intrinsic, pointer_base
-from ..returns import ReturnSlot, find_return_type, pack_results
+from ..memory import INERT_CALLS, MEMORY_INTRINSICS, NRT_DATA, is_memory_intrinsic
+from ..returns import ReturnSlot, find_return_type, is_exceptional_return, pack_results
 from ..rules import lookup
 from ..rules.emitter import MathEmitter
 from ..rules.math import math_rule_name
@@ -77,9 +78,9 @@ class _Reverse:
         self.allocs = shadowed_allocations(self.primal, self.info, self.diag)
         normal_returns = [blk for blk in self.primal.blocks
                           if (t := blk.terminator) is not None and t.opcode == "ret"
-                          and not _nonzero_status(t)]
+                          and not is_exceptional_return(t)]
         self.plan = ReversePlan(self.primal, normal_returns)
-        self.reaches_return = _reaching(self.primal, normal_returns)
+        self.reaches_return = blocks_reaching(self.primal, normal_returns)
         self.entry = self.fn.add_block("entry")
         self.tape = Tape(self.module, self.fn, self.entry)
         self._setup_entry()
@@ -235,7 +236,7 @@ class _Reverse:
         if s is None:
             raise self.diag.unsupported(
                 "a pointer that may address either shadowed or unshadowed memory", user,
-                f"mark every array reaching this instruction dup ({self._describe(ptr)})")
+                f"mark every array reaching this instruction dup ({describe_memory(self.spec, ptr)})")
         return s
 
     def _check_forward(self, inst: Instruction) -> None:
@@ -245,7 +246,7 @@ class _Reverse:
             v, ptr = inst.operands
             if ptr not in self.info.shadowed and v in self.info.varied:
                 raise self.diag.unsupported(
-                    f"active value stored into memory without a shadow ({self._describe(ptr)})",
+                    f"active value stored into memory without a shadow ({describe_memory(self.spec, ptr)})",
                     inst, "mark that array 'dup' so its derivative is tracked")
         elif op == "load" and inst.operands[0] in self.info.shadowed and inst.type.is_int:
             raise self.diag.unsupported("integer load from shadowed (float) memory", inst)
@@ -258,7 +259,7 @@ class _Reverse:
                 if inst.operands[0] not in self.info.shadowed:
                     raise self.diag.unsupported(
                         f"'{name}' copies active values into memory without a shadow "
-                        f"({self._describe(inst.operands[0])})", inst)
+                        f"({describe_memory(self.spec, inst.operands[0])})", inst)
             elif lookup(math_rule_name(name, inst.type)) is None:
                 raise self.diag.unsupported(f"call to '{name}' with active arguments", inst,
                                             f"register a derivative rule: enzyme_py.register_rule({name!r}, ...)")
@@ -268,20 +269,10 @@ class _Reverse:
                 and inst in self.info.varied:
             raise self.diag.unsupported(f"'{op}' on active values in reverse mode", inst)
 
-    def _describe(self, ptr: Value) -> str:
-        base = pointer_base(ptr)
-        if isinstance(base, Argument):
-            p = self.spec.param_of_arg(base.index)
-            if p is not None:
-                return f"array '{p.name}' is {p.activity.value}"
-        if isinstance(base, Instruction) and base.opcode == "call":
-            return f"memory returned by '{base.callee_name}'"
-        return "memory of unknown origin"
-
     def _forward_return(self, inst: Instruction) -> None:
         b = self.b
         status = self._map(inst.operands[0])
-        if _nonzero_status(inst):
+        if is_exceptional_return(inst):
             self.tape.release(b)
             b.ret(status)
             return
@@ -555,20 +546,13 @@ class _Reverse:
         args = [self._avail(o) if i in needs else Constant(o.type, "poison")
                 for i, o in enumerate(ops)]
         res = self._avail(inst) if needs_res else Constant(inst.type, "poison")
-        self.b.fast_math = tuple(f for f in inst.flags if f in _FMF)
+        self.b.fast_math = fast_math_of(inst)
         partials = rule.partials(self.m, args, res)
         for i in wanted:
             p = partials[i]
             if p is not None:
-                self._add_adjoint(ops[i], self._scale(p, adj))
+                self._add_adjoint(ops[i], scale(self.b, p, adj))
         self.b.fast_math = ()
-
-    def _scale(self, p: Value, adj: Value) -> Value:
-        if isinstance(p, ConstFloat) and p.value == 1.0:
-            return adj
-        if isinstance(p, ConstFloat) and p.value == -1.0:
-            return self.b.fneg(adj)
-        return self.b.fmul(p, adj)
 
     def _adjoint_store(self, inst: Instruction) -> None:
         v, ptr = inst.operands
@@ -608,11 +592,6 @@ class _Reverse:
         return self.fwd[block]
 
 
-def _nonzero_status(ret: Instruction) -> bool:
-    status = ret.operands[0] if ret.operands else None
-    return isinstance(status, Constant) and status.text not in ("0",)
-
-
 def _is_const(v: Value, value: int) -> bool:
     return isinstance(v, Constant) and v.text == str(value)
 
@@ -620,18 +599,3 @@ def _is_const(v: Value, value: int) -> bool:
 def _seed(t: Type) -> Value:
     assert isinstance(t, FloatType), f"cannot seed a return of type {t}"
     return const_float(t, 1.0)
-
-
-def _reaching(fn: Function, targets: list[Block]) -> set[Block]:
-    preds = fn.predecessors()
-    seen = set(targets)
-    work = list(targets)
-    while work:
-        for p in preds[work.pop()]:
-            if p not in seen:
-                seen.add(p)
-                work.append(p)
-    return seen
-
-
-_FMF = {"fast", "nnan", "ninf", "nsz", "arcp", "contract", "afn", "reassoc"}
