@@ -2,7 +2,8 @@
 from ir_passes.errors import ActivityError, EnzymePyError, UnsupportedError
 
 from .api import autodiff, derive_diff
+from .inspection import inspect
 from .rules import register_rule
 
 __all__ = ["ActivityError", "EnzymePyError", "UnsupportedError", "autodiff", "derive_diff",
-           "register_rule"]
+           "inspect", "register_rule"]

@@ -79,8 +79,8 @@ def function_cluster(fn: Function, key: str, title: str,
     out = [f"  subgraph cluster_{key} {{",
            f'    label="{_esc_attr(title)}"; style=rounded; color=gray50; fontsize=12;']
     for block in fn.blocks:
-        out.append(f"    {ids[id(block)]} [label=<{_block_label(block, namer, style, fill, max_rows)}>"
-                   + _tooltip(block, source) + "];")
+        label = _block_label(block, namer, style, fill, max_rows)
+        out.append(f"    {ids[id(block)]} [label=<{label}>{_tooltip(block, source)}];")
     for block in fn.blocks:
         for succ, label in _edges(block, namer):
             attrs = [f'label="{_esc_attr(label)}"'] if label else []
@@ -119,8 +119,11 @@ def _derivative_roles(primal: Function, derivative: Function):
     block_names = {b.name for b in primal.blocks if b.name}
     clones = {(i.opcode, i.name) for i in primal.instructions() if i.name}
 
-    def new_block(block: Block) -> bool:    # the entry holds the synthesizer's allocas
-        return block is derivative.entry or block.name not in block_names
+    def new_block(block: Block) -> bool:
+        # the entry holds the synthesizer's allocas; blocks it creates are always named, and
+        # clones keep the primal block's name (or lack of one)
+        return block is derivative.entry or (block.name is not None
+                                             and block.name not in block_names)
 
     def style(inst: Instruction) -> _Style:
         if inst.block is not None and new_block(inst.block):
@@ -165,7 +168,8 @@ def _edges(block: Block, namer: Namer) -> list[tuple[Block, str]]:
         _, t, f = term.operands
         return [(t, "T"), (f, "F")]  # type: ignore[list-item]
     if term.opcode == "switch":
-        return [(term.operands[1], "default")] + [(b, c.text) for c, b in term.cases]  # type: ignore[list-item]
+        default: Block = term.operands[1]  # type: ignore[assignment]
+        return [(default, "default")] + [(b, c.text) for c, b in term.cases]
     return [(s, "") for s in term.successors()]
 
 

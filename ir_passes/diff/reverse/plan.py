@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...analysis.cfg import Loop, dominates, dominators, find_loops
+from ...analysis.cfg import Loop, dominates, dominators, find_loops, reverse_post_order
+from ...errors import UnsupportedError
 from ...ir.values import Argument, Block, Constant, Function, GlobalRef, Instruction, Value
 from ..memory import INERT_CALLS, is_memory_intrinsic, pointer_base
 
@@ -41,6 +42,7 @@ class ReversePlan:
             for block in loop.blocks:
                 self.loop_of[block] = loop
         self.preds = fn.predecessors()
+        self._check_reducible()
         self._check_loop_shape()
         self.once = {b for b in fn.blocks if b in self.idom and b not in self.loop_of
                      and all(dominates(self.idom, b, r) for r in returns)}
@@ -63,11 +65,23 @@ class ReversePlan:
             loop = loop.parent
         return out[::-1]
 
+    def executes_once(self, block: Block) -> bool:
+        """At most once per call: outside every loop (the CFG is reducible)."""
+        return block not in self.loop_of
+
+    def _check_reducible(self) -> None:
+        order = {b: i for i, b in enumerate(reverse_post_order(self.fn))}
+        for block, i in order.items():
+            for succ in block.successors():
+                if order[succ] <= i and not dominates(self.idom, succ, block):
+                    raise UnsupportedError(
+                        f"irreducible control flow (edge {block.name} -> {succ.name})",
+                        function=self.fn.name, hint="restructure the loop")
+
     def _check_loop_shape(self) -> None:
         for loop in self.loops:
             outside = [p for p in self.preds[loop.header] if p not in loop.blocks]
             if len(outside) != 1 or len(loop.latches) != 1:
-                from ...errors import UnsupportedError
                 raise UnsupportedError(
                     f"loop at block '{loop.header.name}' is not in loop-simplify form "
                     "(one preheader, one latch)", function=self.fn.name,

@@ -69,6 +69,7 @@ class _Reverse:
         self.rcounter: dict[Loop, Instruction] = {}    # loop -> reverse counter alloca
         self.which: dict[Block, Instruction] = {}      # block -> synthetic "which pred" value
         self.frames: dict[Block, list[tuple[Value, Instruction]]] = {}
+        self.spills: dict[Instruction, Instruction] = {}
         self.phis: list[tuple[Instruction, Instruction]] = []
         self.returns: list[tuple[Block, Value]] = []
 
@@ -151,9 +152,9 @@ class _Reverse:
         """An alloca in the entry block (kept before the entry's eventual terminator)."""
         return Builder(self.entry).alloca(t, name)
 
-    def _zeroed_alloca(self, t: Type, name: str) -> Instruction:
+    def _zeroed_alloca(self, t: Type, name: str, value: Value | None = None) -> Instruction:
         slot = self._alloca(t, name)
-        Builder(self.entry).store(zero(t), slot)
+        Builder(self.entry).store(value if value is not None else zero(t), slot)
         return slot
 
     # ------------------------------------------------------------ augmented forward pass
@@ -333,7 +334,8 @@ class _Reverse:
         for p in self.spec.params:
             if p.activity is Activity.ACTIVE:
                 arg = self.primal.args[p.args[0]]
-                grads.append(b.load(arg.type, self._adjoint_slot(arg)))
+                grad = b.load(arg.type, self._adjoint_slot(arg))
+                grads.append(b.fadd(grad, zero(arg.type)))   # -0.0 (no contribution) -> +0.0
         results = [self.primal_value, grads] if self.spec.return_primal else grads
         pack_results(b, self.sig.retptr, self.spec.ret_type, results, self.diag)
         self.tape.release(b)
@@ -424,12 +426,29 @@ class _Reverse:
         elif kind == "recompute":
             assert isinstance(v, Instruction)
             out = self.b.insert(clone_instruction(v, self._avail, lambda blk: blk))
+        elif isinstance(v, Instruction) and self.plan.executes_once(v.block):  # type: ignore[arg-type]
+            out = self.b.load(v.type, self._spill_slot(v), (v.name or "") + ".spill")
         else:
             load = pop_placeholder(v.type, (v.name or "") + ".tape")
             self.frames[self.cur].append((self._map(v), load))
             out = load
         self.memo[key] = out
         return out
+
+    def _spill_slot(self, v: Instruction) -> Instruction:
+        """A value computed at most once (not in a loop) but not on every path to the return
+        is kept in a stack slot, stored right after its forward definition."""
+        slot = self.spills.get(v)
+        if slot is None:
+            slot = self.spills[v] = self._alloca(v.type, (v.name or "v") + ".spill")
+            fwd = self._map(v)
+            assert isinstance(fwd, Instruction) and fwd.block is not None
+            block = fwd.block
+            at = block.instructions.index(fwd) + 1
+            if fwd.opcode == "phi":
+                at = sum(1 for _ in block.phis())
+            block.insert(at, Instruction("store", VOID, [fwd, slot]))
+        return slot
 
     def _rcounter(self, loop: Loop) -> Value:
         key = ("rcounter", id(loop))
@@ -466,14 +485,14 @@ class _Reverse:
     def _adjoint_slot(self, v: Value) -> Instruction:
         slot = self.adjoints.get(v)
         if slot is None:
-            slot = self._zeroed_alloca(v.type, (v.name or "v") + ".adj")
+            slot = self._zeroed_alloca(v.type, (v.name or "v") + ".adj", adjoint_zero(v.type))
             self.adjoints[v] = slot
         return slot
 
     def _take_adjoint(self, v: Value) -> Value:
         slot = self._adjoint_slot(v)
         adj = self.b.load(v.type, slot)
-        self.b.store(zero(v.type), slot)
+        self.b.store(adjoint_zero(v.type), slot)
         return adj
 
     def _add_adjoint(self, v: Value, delta: Value) -> None:
@@ -517,7 +536,7 @@ class _Reverse:
             self._add_adjoint(inst.operands[0], b.cast(back, adj, inst.operands[0].type))
         elif op == "select":
             c, x, y = inst.operands
-            cond, z = self._avail(c), zero(inst.type)
+            cond, z = self._avail(c), adjoint_zero(inst.type)
             self._add_adjoint(x, b.select(cond, adj, z))
             self._add_adjoint(y, b.select(cond, z, adj))
         elif op == "freeze":
@@ -594,6 +613,12 @@ class _Reverse:
 
 def _is_const(v: Value, value: int) -> bool:
     return isinstance(v, Constant) and v.text == str(value)
+
+
+def adjoint_zero(t: Type) -> Value:
+    """The zero adjoints start from: -0.0, the identity of fadd (x + -0.0 == x for every x,
+    so LLVM folds the first accumulation away; +0.0 is not an identity for x = -0.0)."""
+    return const_float(t, -0.0) if isinstance(t, FloatType) else zero(t)
 
 
 def _seed(t: Type) -> Value:

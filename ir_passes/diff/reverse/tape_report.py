@@ -38,12 +38,12 @@ from ..returns import ReturnSlot, find_return_type
 from ..rules import lookup
 from ..rules.math import math_rule_name
 from ..rules.needs import rule_needs
-from ..spec import Activity, DiffSpec
+from ..spec import DiffSpec
 from .plan import InductionVariable, ReversePlan
 from .tape import _GROW, SLOT
 
 __all__ = ["Expr", "LoopTrips", "TapeEntry", "TapeReport", "activity_seeds", "print_tape",
-           "tape_report", "taped_slots"]
+           "resolve_sizes", "tape_report", "taped_slots"]
 
 
 # ---------------------------------------------------------------- symbolic sizes
@@ -67,26 +67,28 @@ class Expr:
         return self.args[0] if self.op == "const" else None
 
     def __add__(self, other: Expr) -> Expr:
-        if self.value == 0:
-            return other
-        if other.value == 0:
-            return self
-        if self.value is not None and other.value is not None:
-            return Expr.const(self.value + other.value)
-        if other.value is not None and other.value < 0:
-            return Expr("-", (self, Expr.const(-other.value)))
-        return Expr("+", (self, other))
+        a, ca = self._split()
+        b, cb = other._split()
+        if a is None:
+            return _join(b, ca + cb)
+        return _join(a if b is None else Expr("+", (a, b)), ca + cb)
 
     def __sub__(self, other: Expr) -> Expr:
-        if other.value == 0:
-            return self
-        if self.value is not None and other.value is not None:
-            return Expr.const(self.value - other.value)
-        if other.value is not None and other.value < 0:
-            return Expr("+", (self, Expr.const(-other.value)))
-        if self == other:
-            return Expr.const(0)
-        return Expr("-", (self, other))
+        a, ca = self._split()
+        b, cb = other._split()
+        if b is None or a == b:
+            return _join(None if a == b else a, ca - cb)
+        if a is None:
+            return Expr("-", (Expr.const(ca), other))
+        return _join(Expr("-", (a, b)), ca - cb)
+
+    def _split(self) -> tuple[Expr | None, int]:
+        """(symbolic part, constant part): `n - 1` -> (n, -1), `3` -> (None, 3)."""
+        if self.op == "const":
+            return None, self.args[0]
+        if self.op in ("+", "-") and self.args[1].op == "const":
+            return self.args[0], self.args[1].args[0] * (1 if self.op == "+" else -1)
+        return self, 0
 
     def __mul__(self, other: Expr) -> Expr:
         if self.value == 1:
@@ -146,6 +148,14 @@ class Expr:
         a, b = self.args
         text = f"{a._fmt(prec)} {self.op} {b._fmt(prec + (self.op == '-'))}"
         return f"({text})" if prec < parent else text
+
+
+def _join(base: Expr | None, c: int) -> Expr:
+    if base is None:
+        return Expr.const(c)
+    if c == 0:
+        return base
+    return Expr("+", (base, Expr.const(c))) if c > 0 else Expr("-", (base, Expr.const(-c)))
 
 
 # ---------------------------------------------------------------- report objects
@@ -272,7 +282,7 @@ class _Replay:
         self.plan = ReversePlan(fn, returns)
         self.counters: dict[Loop, Instruction] = {}
         for loop in self.plan.loops:        # the synthesizer's per-loop iteration counter
-            counter = Instruction("phi", I64, [], f"{loop.header.name}.iter")
+            counter = Instruction("phi", I64, [], f"{self._block_name(loop.header)}.iter")
             counter.block = loop.header
             self.counters[loop] = counter
             self.plan.ivs[counter] = InductionVariable(loop, const_int(I64, 0), const_int(I64, 1))
@@ -281,7 +291,9 @@ class _Replay:
         for block in reverse_post_order(fn):
             if block in reaching:
                 self._block(block)
-        loops = tuple(self._loop_trips(l) for l in sorted(self.plan.loops, key=lambda l: l.depth))
+        order = {id(b): i for i, b in enumerate(reverse_post_order(fn))}
+        loops = tuple(self._loop_trips(l)       # a loop before the loops nested in it
+                      for l in sorted(self.plan.loops, key=lambda l: order[id(l.header)]))
         return TapeReport(fn.name or "", tuple(self.entries), loops,
                           tuple(sorted(set(self.symbols.values()))))
 
@@ -300,9 +312,10 @@ class _Replay:
             inside = set(map(id, self.plan.loops_containing(block)))
             for loop in self.plan.loops_containing(pred):
                 if id(loop) not in inside:
-                    self._avail(self.counters[loop], f"trip count of loop {loop.header.name}")
+                    self._avail(self.counters[loop],
+                                f"trip count of loop {self._block_name(loop.header)}")
         if header_of is None and len(preds) > 1:
-            which = Instruction("phi", I32, [], f"{block.name}.from")
+            which = Instruction("phi", I32, [], f"{self._block_name(block)}.from")
             which.block = block
             self._avail(which, "which predecessor entered the block")
 
@@ -385,15 +398,17 @@ class _Replay:
     def _record(self, v: Value, kind: str, reason: str, shadow: bool = False) -> None:
         synthetic = isinstance(v, Instruction) and v.block is not None \
             and v not in v.block.instructions
-        if synthetic:
-            name = f"{v.name} ({reason})"
-            reason = "control flow of the reverse pass"
+        if synthetic:               # the synthesizer's own loop counter / predecessor record
+            name = v.name or ""
         else:
             name = self._ref(v) + ("'" if shadow else "")
-        loops = tuple(l.header.name or "" for l in self.plan.loops_containing(self.cur))
+        loops = tuple(self._block_name(l.header) for l in self.plan.loops_containing(self.cur))
         source = self.diag.source(v) if isinstance(v, Instruction) and not synthetic else None
         self.entries.append(TapeEntry(name, "ptr" if shadow else str(v.type), kind,
-                                      self.cur.name or "", loops, reason, source))
+                                      self._block_name(self.cur), loops, reason, source))
+
+    def _block_name(self, block: Block) -> str:
+        return self.namer.ref(block)[1:]
 
     def _ref(self, v: Value) -> str:
         try:
@@ -405,8 +420,8 @@ class _Replay:
     def _loop_trips(self, loop: Loop) -> LoopTrips:
         latch = self.plan.latch(loop)
         term = latch.terminator
-        return LoopTrips(loop.header.name or "", loop.depth,
-                         loop.parent.header.name if loop.parent else None,
+        return LoopTrips(self._block_name(loop.header), loop.depth,
+                         self._block_name(loop.parent.header) if loop.parent else None,
                          self._trips(loop, term), self.diag.source(term) if term else None)
 
     def _trips(self, loop: Loop, term: Instruction | None) -> Expr | None:
@@ -515,7 +530,8 @@ def _reaching(fn: Function, targets: list[Block]) -> set[Block]:
 # ---------------------------------------------------------------- cross-check
 
 def taped_slots(derivative: Function) -> dict[str, int]:
-    """Tape slots pushed per primal block by a synthesized derivative (from its grow calls)."""
+    """Tape slots pushed per primal block by a synthesized derivative (from its grow calls),
+    keyed by block name ("" for unnamed blocks)."""
     out: dict[str, int] = {}
     suffix = ".tape.grow"
     for block in derivative.blocks:

@@ -1,0 +1,106 @@
+"""`ir_passes.diff.reverse.tape_report` on tiny canonical loops (no Numba involved)."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from ir_passes.diff.reverse.synth import synthesize_reverse
+from ir_passes.diff.reverse.tape_report import (Expr, print_tape, tape_report, taped_slots)
+from ir_passes.diff.spec import Activity, DiffSpec, ParamSpec
+from ir_passes.ir.parser import parse_module
+from ir_passes.ir.types import DOUBLE, ArrayType, StructType
+
+from ._filecheck import check
+
+HERE = os.path.dirname(__file__)
+A, C = Activity.ACTIVE, Activity.CONST
+
+
+def _module():
+    with open(os.path.join(HERE, "loops.ll")) as f:
+        return parse_module(f.read())
+
+
+def _scalar_spec(fn: str, *acts: Activity) -> DiffSpec:
+    params = (ParamSpec("x", acts[0], (2,)),) + tuple(
+        ParamSpec(n, a, (3 + i,)) for i, (n, a) in enumerate(zip(("n",), acts[1:])))
+    return DiffSpec(primal=fn, name=f"diffe_{fn}", mode="reverse", params=params,
+                    ret=Activity.ACTIVE, ret_type=ArrayType(1, DOUBLE))  # d/dx
+
+
+COUNTED = DiffSpec(primal="counted", name="diffe_counted", mode="reverse",
+                   params=(ParamSpec("x", Activity.DUP, tuple(range(2, 9)), 1),),
+                   ret=Activity.ACTIVE, ret_type=StructType(()))
+
+
+def test_counted_loop_tapes_exp_and_trip_count():
+    report = tape_report(_module(), COUNTED)
+    assert [(l.header, str(l.trips)) for l in report.loops] == [("loop", "x.shape[0]")]
+    taped = {(e.value, e.block, e.loops) for e in report.taped}
+    assert taped == {("%e", "loop", ("loop",)), ("loop.iter", "exit.loopexit", ())}
+    assert str(report.total_bytes()) == "8 * x.shape[0] + 8"
+    assert report.total_bytes().evaluate({"x.shape[0]": 100}) == 808
+    # the load feeding exp is not needed (exp's derivative reads its result); i is an iv
+    assert {e.value: e.kind for e in report.recomputed} == {"%i": "iv"}
+
+
+def test_counted_loop_printed():
+    text = print_tape(tape_report(_module(), COUNTED), {"x": 1000})
+    check(text, """
+        ; CHECK: ; tape of @counted (reverse mode)
+        ; CHECK: ;   loop depth 1 trips = x.shape[0] kernels.py:6
+        ; CHECK: ; taped (2 value(s)
+        ; CHECK: ;   value type block loop bytes/iter total bytes needed for source
+        ; CHECK: ;   %e double loop loop 8 8 * x.shape[0] = 8000 result of llvm.exp, for its derivative kernels.py:7
+        ; CHECK: ;   loop.iter i64 exit.loopexit - 8 8 trip count of loop loop
+        ; CHECK: ; recomputed in the reverse pass instead of taped (1):
+        ; CHECK: ;   %i i64 iv of loop loop loop index of %p
+        ; CHECK: ; total tape per call: 8 * x.shape[0] + 8 = 8008 bytes
+    """)
+
+
+def test_report_agrees_with_synthesized_derivative():
+    for spec in (COUNTED, _scalar_spec("from_one", A, C), _scalar_spec("triangular", A, C),
+                 _scalar_spec("until", A)):
+        module = _module()
+        expected: dict[str, int] = {}
+        for e in tape_report(module, spec).taped:
+            expected[e.block] = expected.get(e.block, 0) + 1
+        assert taped_slots(synthesize_reverse(module, spec)) == expected, spec.primal
+
+
+@pytest.mark.parametrize("fn, trips", [
+    ("from_one", "n - 1"),          # i = 1; ++i < n
+    ("step2", "ceil(n/2)"),         # i += 2 while i + 2 < n
+    ("before_step", "n"),           # compares i (before the step) with n - 1
+    ("until", "None"),              # fcmp exit: data-dependent
+])
+def test_trip_counts(fn, trips):
+    acts = (A,) if fn == "until" else (A, C)
+    report = tape_report(_module(), _scalar_spec(fn, *acts))
+    (loop,) = report.loops
+    assert str(loop.trips) == trips
+
+
+def test_triangular_inner_loop_is_unknown_and_total_unknown():
+    report = tape_report(_module(), _scalar_spec("triangular", A, C))
+    trips = {l.header: (l.depth, l.parent, l.trips) for l in report.loops}
+    assert trips["outer"] == (1, None, Expr.sym("n"))
+    assert trips["inner"] == (2, "outer", None)      # bound is the outer loop's variable
+    assert report.total_bytes() is None
+    check(print_tape(report), """
+        ; CHECK: inner depth 2 in outer trips = ? (data-dependent)
+        ; CHECK: %z double inner inner 8 ? operand 0 of llvm.cos
+        ; CHECK: total tape per call: ? bytes (some trip counts are data-dependent)
+    """)
+
+
+def test_expr_folds_constants():
+    n, m = Expr.sym("n"), Expr.sym("m")
+    one = Expr.const(1)
+    assert str(n - one + one) == "n"
+    assert str(n - (m + Expr.const(2))) == "n - m - 2"
+    assert str(Expr.const(8) * n * m + Expr.const(8)) == "8 * n * m + 8"
+    assert (n - one).ceildiv(2).evaluate({"n": 10}) == 5
+    assert (n + m).evaluate({"n": 1}) is None
