@@ -378,10 +378,34 @@ class _Reverse:
         elif len(preds) == 1:
             b.br(edges[preds[0]])
         else:
-            which = self._avail(self.which[block])
+            which = self._recomputed_choice(block) or self._avail(self.which[block])
             all_preds = self._preds(block)
             cases = [(const_int(I32, all_preds.index(p)), edges[p]) for p in preds]
             b.switch(which, cases[0][1], cases[1:])
+
+    def _recomputed_choice(self, block: Block) -> Value | None:
+        """Which of two predecessors ran, from the deciding branch's condition when the
+        reverse pass can rebuild it (if/else diamonds and if-then triangles); else None."""
+        preds = self._preds(block)
+        if len(preds) != 2:
+            return None
+        only = {p: self.plan.preds[p] for p in preds}
+        decider = None
+        for d, side in ((preds[0], preds[1]), (preds[1], preds[0])):
+            if only[side] == [d] and side.successors() == [block]:
+                decider, taken_if = d, {side: side, block: d}       # triangle d -> side -> block
+        if decider is None and len(only[preds[0]]) == 1 and only[preds[0]] == only[preds[1]] \
+                and all(p.successors() == [block] for p in preds):
+            decider, taken_if = only[preds[0]][0], {p: p for p in preds}   # diamond
+        term = decider.terminator if decider is not None else None
+        if term is None or term.opcode != "br" or len(term.operands) != 3:
+            return None
+        cond, if_true, if_false = term.operands
+        if if_true not in taken_if or if_false not in taken_if or \
+                self.plan.kind(cond, block) == "tape":
+            return None
+        pick = [const_int(I32, preds.index(taken_if[t])) for t in (if_true, if_false)]  # type: ignore[index]
+        return self.b.select(self._avail(cond), pick[0], pick[1])
 
     def _entry_trips(self, block: Block, pred: Block) -> list[tuple[Loop, Value]]:
         """Trip counters of the loops the reverse enters on the edge block -> pred."""
