@@ -19,6 +19,9 @@ classified by `ReversePlan` (direct / iv / recompute / tape).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Callable
+
 from ...analysis.activity import ActivityInfo, analyze_activity, carries_float
 from ...analysis.cfg import Loop, blocks_reaching, reverse_post_order
 from ...diagnostics import Diagnostics
@@ -43,15 +46,36 @@ from .plan import InductionVariable, ReversePlan
 from .tape import Tape, pop_placeholder
 
 
-def synthesize_reverse(module: Module, spec: DiffSpec) -> Function:
-    """Add the reverse-mode derivative described by `spec` to `module` and return it."""
-    fn = _Reverse(module, spec).run()
+@dataclass(frozen=True)
+class Retained:
+    """How the reverse of `block` obtains a primal value it needs (reported to observers).
+
+    kind: "tape" (pushed per execution of `block`), "spill" (one stack slot: computed at most
+    once), "recompute" (cloned from available operands), "iv" (rebuilt from a reverse loop
+    counter); what: "value", "shadow" (the value is a shadow pointer of `value`), or
+    "choice" (which predecessor ran, recomputed from `value`, the branch condition).
+    """
+    kind: str
+    what: str
+    block: Block
+    value: Value
+
+
+def synthesize_reverse(module: Module, spec: DiffSpec,
+                       observe: Callable[[Retained], None] | None = None) -> Function:
+    """Add the reverse-mode derivative described by `spec` to `module` and return it.
+
+    `observe`, when given, hears every decision about a value the reverse pass needs.
+    """
+    fn = _Reverse(module, spec, observe or (lambda event: None)).run()
     module.add_function(fn)
     return fn
 
 
 class _Reverse:
-    def __init__(self, module: Module, spec: DiffSpec) -> None:
+    def __init__(self, module: Module, spec: DiffSpec,
+                 observe: Callable[[Retained], None]) -> None:
+        self.observe = observe
         self.module = module
         self.spec = spec
         self.primal = module.functions[spec.primal]
@@ -405,6 +429,7 @@ class _Reverse:
                 self.plan.kind(cond, block) == "tape":
             return None
         pick = [const_int(I32, preds.index(taken_if[t])) for t in (if_true, if_false)]  # type: ignore[index]
+        self.observe(Retained("recompute", "choice", block, cond))
         return self.b.select(self._avail(cond), pick[0], pick[1])
 
     def _entry_trips(self, block: Block, pred: Block) -> list[tuple[Loop, Value]]:
@@ -440,6 +465,9 @@ class _Reverse:
         key = (kind, id(v))
         if key in self.memo:
             return self.memo[key]
+        if kind == "tape" and isinstance(v, Instruction) and self.plan.executes_once(v.block):  # type: ignore[arg-type]
+            kind = "spill"
+        self.observe(Retained(kind, "value", self.cur, v))
         if kind == "iv":
             iv = self.plan.ivs[v]  # type: ignore[index]
             count = self._rcounter(iv.loop)
@@ -450,8 +478,8 @@ class _Reverse:
         elif kind == "recompute":
             assert isinstance(v, Instruction)
             out = self.b.insert(clone_instruction(v, self._avail, lambda blk: blk))
-        elif isinstance(v, Instruction) and self.plan.executes_once(v.block):  # type: ignore[arg-type]
-            out = self.b.load(v.type, self._spill_slot(v), (v.name or "") + ".spill")
+        elif kind == "spill":
+            out = self.b.load(v.type, self._spill_slot(v), (v.name or "") + ".spill")  # type: ignore[arg-type]
         else:
             load = pop_placeholder(v.type, (v.name or "") + ".tape")
             self.frames[self.cur].append((self._map(v), load))
@@ -499,6 +527,7 @@ class _Reverse:
         elif isinstance(ptr, Instruction) and ptr.opcode in ("bitcast", "addrspacecast", "freeze"):
             out = self._shadow(ptr.operands[0])
         else:
+            self.observe(Retained("tape", "shadow", self.cur, ptr))
             load = pop_placeholder(PTR, (ptr.name or "") + "'.tape")
             self.frames[self.cur].append((self.fshadow[ptr], load))
             out = load
