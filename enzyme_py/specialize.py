@@ -18,6 +18,7 @@ from ir_passes.canonicalize import optimize, verify
 from ir_passes.diff.forward import synthesize_forward
 from ir_passes.diff.reverse.synth import synthesize_reverse
 from ir_passes.diff.reverse.plan import written_bases
+from ir_passes.diff.seeds import activity_seeds
 from ir_passes.diff.spec import ARRAY_DATA, Activity, DiffSpec, ParamSpec
 from ir_passes.errors import ActivityError, InvalidIRError
 from ir_passes.ir.parser import parse_module, parse_type
@@ -166,15 +167,7 @@ class Specializer:
 
     def _activity_text(self, module, dspec: DiffSpec) -> str:
         fn = module.functions[dspec.primal]
-        varied, shadowed = set(), set()
-        for p in dspec.params:
-            if p.is_array and p.activity.has_shadow:
-                shadowed.add(fn.args[p.data_arg])
-            elif not p.is_array and p.activity.is_differentiated:
-                varied.add(fn.args[p.args[0]])
-        if dspec.ret.is_differentiated:
-            shadowed.add(fn.args[dspec.retptr])
-        return print_activity(fn, analyze_activity(fn, varied, shadowed))
+        return print_activity(fn, analyze_activity(fn, *activity_seeds(fn, dspec)))
 
     # ------------------------------------------------------------ inspection
     def inspect(self, stage: str = "derivative") -> str:

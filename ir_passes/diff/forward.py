@@ -29,6 +29,7 @@ from .returns import ReturnSlot, find_return_type, pack_results
 from .rules import lookup
 from .rules.emitter import MathEmitter
 from .rules.math import math_rule_name
+from .seeds import activity_seeds
 from .signature import build_signature, lane_stride
 from .spec import Activity, DiffSpec
 
@@ -79,25 +80,12 @@ class _Forward:
         return self.fn
 
     def _seeds(self) -> tuple[set[Argument], set[Argument]]:
-        varied: set[Argument] = set()
-        shadowed: set[Argument] = set()
         for p in self.spec.params:
             if p.activity is Activity.ACTIVE:
                 raise ActivityError(f"parameter '{p.name}': 'active' is reverse mode only; "
                                     "use 'dup' to pass a tangent in forward mode")
-            if not p.activity.has_shadow:
-                continue
-            if p.is_array:
-                shadowed.add(self.primal.args[p.data_arg])
-            else:
-                arg = self.primal.args[p.args[0]]
-                if len(p.args) != 1 or not isinstance(arg.type, FloatType):
-                    raise ActivityError(f"parameter '{p.name}' is not a float: mark it 'const'")
-                varied.add(arg)
         self.slot = ReturnSlot(find_return_type(self.primal, self.spec.retptr))
-        if self.spec.ret.is_differentiated and self.slot.differentiable:
-            shadowed.add(self.primal.args[self.spec.retptr])
-        return varied, shadowed
+        return activity_seeds(self.primal, self.spec)
 
     def _bind_arguments(self) -> None:
         b, k = self.b, self.width

@@ -39,6 +39,7 @@ from ..rules import lookup
 from ..rules.emitter import MathEmitter
 from ..rules.math import math_rule_name
 from ..rules.needs import rule_needs
+from ..seeds import activity_seeds
 from ..signature import build_signature
 from ..spec import Activity, DiffSpec
 from .copies import copy_adjoint_function, copy_element_type
@@ -132,28 +133,13 @@ class _Reverse:
         return self.fn
 
     def _seeds(self) -> tuple[set[Argument], set[Argument]]:
-        varied: set[Argument] = set()
-        shadowed: set[Argument] = set()
         for p in self.spec.params:
-            if p.is_array:
-                if p.activity is Activity.ACTIVE:
-                    raise ActivityError(f"parameter '{p.name}' is an array: mark it 'dup' "
-                                        "(arrays are passed by reference)")
-                if p.activity.has_shadow:
-                    shadowed.add(self.primal.args[p.data_arg])
-            elif p.activity.is_differentiated:
-                arg = self.primal.args[p.args[0]]
-                if len(p.args) != 1 or not isinstance(arg.type, FloatType):
-                    raise ActivityError(f"parameter '{p.name}' is not a float: mark it 'const'")
-                if p.activity.has_shadow:
-                    raise ActivityError(f"parameter '{p.name}' is a float passed by value: "
-                                        "mark it 'active' to get its gradient")
-                varied.add(arg)
+            if p.activity.has_shadow and not p.is_array:
+                raise ActivityError(f"parameter '{p.name}' is a float passed by value: "
+                                    "mark it 'active' to get its gradient")
         self.slot = ReturnSlot(find_return_type(self.primal, self.spec.retptr))
         self.ret_active = self.spec.ret is Activity.ACTIVE and self.slot.differentiable
-        if self.ret_active:
-            shadowed.add(self.primal.args[self.spec.retptr])
-        return varied, shadowed
+        return activity_seeds(self.primal, self.spec)
 
     def _setup_entry(self) -> None:
         b = Builder(self.entry)
