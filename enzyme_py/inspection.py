@@ -9,7 +9,8 @@
   derivative  the synthesized derivative function
   optimized   the derivative's module after `ir_passes.canonicalize.optimize` (O3)
   tape        reverse mode: per value, taped (bytes per loop iteration, totals for
-              `sizes`) or recomputed instead (`ir_passes.diff.reverse.tape_report`)
+              `sizes`), spilled or recomputed instead, as the reverse synthesizer decided
+              (`ir_passes.diff.reverse.tape_report`)
 
 and `.cfg_dot()` / `.write_cfg(path)` draw the primal and derivative control-flow graphs.
 `inspect(...)` is the one-call form. Targets:
@@ -59,8 +60,8 @@ from ir_passes.canonicalize import (canonicalize_module, optimize, parse, run_mo
 from ir_passes.diff.forward import synthesize_forward
 from ir_passes.diff.returns import find_return_type
 from ir_passes.diff.reverse.synth import synthesize_reverse
-from ir_passes.diff.reverse.tape_report import (TapeReport, activity_seeds, print_tape,
-                                                tape_report, taped_slots)
+from ir_passes.diff.reverse.tape_report import TapeReport, print_tape, tape_report, taped_slots
+from ir_passes.diff.seeds import activity_seeds
 from ir_passes.diff.spec import Activity, DiffSpec, ParamSpec
 from ir_passes.diagnostics import Diagnostics
 from ir_passes.errors import ActivityError, EnzymePyError, InvalidIRError
@@ -196,11 +197,11 @@ class Inspection:
             return "; forward mode keeps no tape: tangents are computed beside the primal\n"
         report = self.tape
         text = print_tape(report, self.sizes)
-        actual = sum(taped_slots(self._synthesized[0]).values())
-        if actual != len(report.taped):
-            text += (f"; warning: the synthesized derivative tapes {actual} slot(s) per iteration "
-                     f"of their blocks, this report lists {len(report.taped)}: the report is out "
-                     "of date with the reverse synthesizer (please report)\n")
+        pushed = taped_slots(self.derivative)     # read back from the real derivative
+        if pushed != report.slots_by_block():
+            text += (f"; warning: the synthesized derivative pushes {pushed} tape slot(s) per "
+                     f"block execution, its observer reported {report.slots_by_block()}: "
+                     "the reverse synthesizer does not report every push (please report)\n")
         return text
 
     # ---- objects behind the stages

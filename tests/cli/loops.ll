@@ -1,6 +1,7 @@
 ; Loops in canonical form (preheader, one latch, LCSSA) in Numba's ABI, for tape_report and
 ; cfg_dot unit tests. @counted's array x is (meminfo, parent, nitems, itemsize, data, shape,
-; stride); the others take scalars.
+; stride); the others take scalars. @ifelse, @parity and @clamp_loop branch: an if/else
+; outside loops, one on the induction variable, and an if-then on a loop-carried float.
 
 define i32 @counted(ptr %retptr, ptr %excinfo, ptr %x.0, ptr %x.1, i64 %x.2, i64 %x.3, ptr %x.4, i64 %x.5, i64 %x.6) {
 entry:
@@ -131,9 +132,86 @@ exit:
   ret i32 0
 }
 
+define i32 @ifelse(ptr %retptr, ptr %excinfo, double %x) {
+entry:
+  %c = fcmp ogt double %x, 0.000000e+00
+  br i1 %c, label %then, label %else
+
+then:
+  %e = call double @llvm.exp.f64(double %x), !enzyme.loc !2
+  br label %merge
+
+else:
+  %s = call double @llvm.sin.f64(double %x)
+  br label %merge
+
+merge:
+  %r = phi double [ %e, %then ], [ %s, %else ]
+  store double %r, ptr %retptr, align 8
+  ret i32 0
+}
+
+define i32 @parity(ptr %retptr, ptr %excinfo, double %x, i64 %n) {
+entry:
+  br label %loop
+
+loop:
+  %i = phi i64 [ 0, %entry ], [ %i.next, %latch ]
+  %y = phi double [ %x, %entry ], [ %y.next, %latch ]
+  %odd = and i64 %i, 1
+  %even = icmp eq i64 %odd, 0
+  br i1 %even, label %a, label %b
+
+a:
+  %ya = call double @llvm.sin.f64(double %y)
+  br label %latch
+
+b:
+  %yb = fmul double %y, %y
+  br label %latch
+
+latch:
+  %y.next = phi double [ %ya, %a ], [ %yb, %b ]
+  %i.next = add i64 %i, 1
+  %more = icmp slt i64 %i.next, %n
+  br i1 %more, label %loop, label %exit
+
+exit:
+  %y.lcssa = phi double [ %y.next, %latch ]
+  store double %y.lcssa, ptr %retptr, align 8
+  ret i32 0
+}
+
+define i32 @clamp_loop(ptr %retptr, ptr %excinfo, double %x, i64 %n) {
+entry:
+  br label %loop
+
+loop:
+  %i = phi i64 [ 0, %entry ], [ %i.next, %latch ]
+  %y = phi double [ %x, %entry ], [ %y.next, %latch ]
+  %big = fcmp ogt double %y, 1.000000e+00
+  br i1 %big, label %shrink, label %latch
+
+shrink:
+  %half = call double @llvm.sin.f64(double %y)
+  br label %latch
+
+latch:
+  %y.next = phi double [ %half, %shrink ], [ %y, %loop ]
+  %i.next = add i64 %i, 1
+  %more = icmp slt i64 %i.next, %n
+  br i1 %more, label %loop, label %exit
+
+exit:
+  %y.lcssa = phi double [ %y.next, %latch ]
+  store double %y.lcssa, ptr %retptr, align 8
+  ret i32 0
+}
+
 declare double @llvm.exp.f64(double)
 declare double @llvm.sin.f64(double)
 declare double @llvm.cos.f64(double)
 
 !0 = !{!"/src/kernels.py:7"}
 !1 = !{!"/src/kernels.py:6"}
+!2 = !{!"/src/kernels.py:12"}

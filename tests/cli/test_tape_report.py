@@ -1,14 +1,16 @@
-"""`ir_passes.diff.reverse.tape_report` on tiny canonical loops (no Numba involved)."""
+"""`ir_passes.diff.reverse.tape_report` on tiny canonical loops and branches (no Numba)."""
 from __future__ import annotations
 
 import os
 
 import pytest
 
-from ir_passes.diff.reverse.synth import synthesize_reverse
-from ir_passes.diff.reverse.tape_report import (Expr, print_tape, tape_report, taped_slots)
+from ir_passes.diff.reverse.synth import Retained, synthesize_reverse
+from ir_passes.diff.reverse.tape_report import (Expr, TapeReport, print_tape, tape_report,
+                                                taped_slots)
 from ir_passes.diff.spec import Activity, DiffSpec, ParamSpec
 from ir_passes.ir.parser import parse_module
+from ir_passes.ir.printer import print_module
 from ir_passes.ir.types import DOUBLE, ArrayType, StructType
 
 from ._filecheck import check
@@ -60,14 +62,80 @@ def test_counted_loop_printed():
     """)
 
 
-def test_report_agrees_with_synthesized_derivative():
-    for spec in (COUNTED, _scalar_spec("from_one", A, C), _scalar_spec("triangular", A, C),
-                 _scalar_spec("until", A)):
-        module = _module()
-        expected: dict[str, int] = {}
-        for e in tape_report(module, spec).taped:
-            expected[e.block] = expected.get(e.block, 0) + 1
-        assert taped_slots(synthesize_reverse(module, spec)) == expected, spec.primal
+def observed_counts(module_text: str, spec: DiffSpec) -> dict[str, int]:
+    """What the synthesizer's observer hears, deduplicated as the report promises: a tape slot
+    per (value, block), a spill slot per value, a recompute per (value, block), a choice per
+    block."""
+    events: list[Retained] = []
+    synthesize_reverse(parse_module(module_text), spec, observe=events.append)
+    keys = {"tape": {(e.what, e.block, e.value) for e in events if e.kind == "tape"},
+            "spill": {(e.what, e.value) for e in events if e.kind == "spill"},
+            "recompute": {(e.block, e.value) for e in events
+                          if e.kind in ("recompute", "iv") and e.what == "value"},
+            "choice": {e.block for e in events if e.what == "choice"}}
+    return {k: len(v) for k, v in keys.items()}
+
+
+def report_counts(report: TapeReport) -> dict[str, int]:
+    return {"tape": len(report.taped), "spill": len(report.spilled),
+            "recompute": len(report.recomputed), "choice": len(report.choices)}
+
+
+SPECS = {"counted": COUNTED, "from_one": _scalar_spec("from_one", A, C),
+         "triangular": _scalar_spec("triangular", A, C), "until": _scalar_spec("until", A),
+         "ifelse": _scalar_spec("ifelse", A), "parity": _scalar_spec("parity", A, C),
+         "clamp_loop": _scalar_spec("clamp_loop", A, C)}
+
+
+@pytest.mark.parametrize("fn", sorted(SPECS))
+def test_report_is_what_the_observer_saw(fn):
+    """Counts equal the observer's (loops, nested, while, branches); the derivative's real
+    tape pushes agree per block; the caller's module is left untouched."""
+    module = _module()
+    before = print_module(module)
+    report = tape_report(module, SPECS[fn])
+    assert print_module(module) == before
+    assert report_counts(report) == observed_counts(before, SPECS[fn])
+    assert taped_slots(synthesize_reverse(module, SPECS[fn])) == report.slots_by_block()
+
+
+def test_value_computed_once_is_spilled_and_if_else_choice_recomputed():
+    report = tape_report(_module(), SPECS["ifelse"])
+    assert report.taped == ()
+    (spill,) = report.spilled
+    assert (spill.value, spill.block, spill.loops, spill.bytes_per_iteration) == \
+        ("%e", "then", (), 0)
+    (choice,) = report.choices
+    assert (choice.value, choice.block, choice.kind) == ("%c", "merge", "recompute")
+    assert str(report.total_bytes()) == "0"
+    check(print_tape(report), """
+        ; CHECK: ; taped (0 value(s)
+        ; CHECK-NEXT: ;   (nothing)
+        ; CHECK-NEXT: ; spilled (1 value(s) computed at most once: one stack slot per call
+        ; CHECK-NEXT: ;   value type read by the reverse of needed for source
+        ; CHECK-NEXT: ;   %e double then result of llvm.exp, for its derivative kernels.py:12
+        ; CHECK: ; predecessor choices recomputed from the branch condition instead of taped (1): merge from %c
+        ; CHECK-NEXT: ; total tape per call: 0 bytes
+    """)
+
+
+def test_choice_on_the_induction_variable_is_recomputed_from_its_operands():
+    report = tape_report(_module(), SPECS["parity"])
+    assert [(e.value, e.kind, e.block, e.reason) for e in report.recomputed] == [
+        ("%even", "recompute", "latch", "condition choosing the predecessor of latch"),
+        ("%odd", "recompute", "latch", "operand of recomputed %even"),
+        ("%i", "iv", "latch", "operand of recomputed %odd")]
+    assert {(e.value, e.block) for e in report.taped} == {
+        ("%y", "a"), ("%y", "b"), ("loop.iter", "exit")}
+    assert str(report.total_bytes()) == "16 * n + 8"
+
+
+def test_choice_on_a_loop_carried_float_is_taped():
+    report = tape_report(_module(), SPECS["clamp_loop"])
+    assert report.choices == ()
+    which = next(e for e in report.taped if e.block == "latch")
+    assert (which.value, which.type, which.loops, which.reason) == \
+        ("latch.from", "i32", ("loop",), "which predecessor entered latch")
 
 
 @pytest.mark.parametrize("fn, trips", [

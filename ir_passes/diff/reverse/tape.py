@@ -16,7 +16,7 @@ from ...ir.types import I8, I64, PTR, VOID, FunctionType, StructType, Type
 from ...ir.values import Block, Constant, Function, Instruction, Module, Value, const_int
 
 SLOT = 8
-_GROW = "enzyme_py.tape.grow"
+GROW_FUNCTION = "enzyme_py.tape.grow"
 _STATE = StructType((PTR, PTR, PTR))
 
 
@@ -80,7 +80,7 @@ class Tape:
         b.call(free, [b.load(PTR, self.base)], VOID)
 
     def _grow_fn(self) -> Function:
-        fn = self.module.functions.get(_GROW)
+        fn = self.module.functions.get(GROW_FUNCTION)
         if fn is None or fn.is_declaration:
             fn = _build_grow(self.module)
         return fn
@@ -93,7 +93,7 @@ def pop_placeholder(t: Type, name: str | None) -> Instruction:
 
 def _build_grow(module: Module) -> Function:
     """{base, top, end} grow(base, top, end, need): realloc to max(2*cap, cap+need, 64 KiB)."""
-    fn = Function(_GROW, FunctionType(_STATE, (PTR, PTR, PTR, I64)),
+    fn = Function(GROW_FUNCTION, FunctionType(_STATE, (PTR, PTR, PTR, I64)),
                   ["base", "top", "end", "need"], linkage="internal")
     fn.fn_attrs = "noinline"
     base, top, end, need = fn.args

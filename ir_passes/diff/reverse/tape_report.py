@@ -1,49 +1,55 @@
-"""What reverse mode keeps for its reverse pass, per value: taped, recomputed or rebuilt.
+"""What reverse mode keeps for its reverse pass, per value: taped, spilled, recomputed or rebuilt.
 
-`tape_report(module, spec)` replays the questions the reverse synthesizer asks (`synth.py`:
-which primal values the adjoint of each instruction reads, which shadow addresses, which
-predecessor a merge block was entered from, the trip count of each loop the reverse pass
-enters) and answers them with the same `ReversePlan`, without synthesizing anything:
+`tape_report(module, spec)` runs the reverse synthesizer (`synth.synthesize_reverse`) on a
+copy of the module and listens to its observer, so the report is the synthesizer's own
+decisions, never a second opinion. Per (value, reverse block) the synthesizer reports:
 - "tape": an 8-byte slot pushed at the end of the block's forward execution, once per
   execution of that block (so once per iteration of its enclosing loops);
+- "spill": a value computed at most once (outside every loop) but not on every path to the
+  return: one stack slot per call, stored after its forward definition;
 - "recompute": the instruction is cloned into the reverse block from available operands;
-- "iv": an induction variable rebuilt from the reverse loop counter (`start + step * i`).
+- "iv": an induction variable rebuilt from the reverse loop counter (`start + step * i`);
+- a predecessor choice (which side of an if/else ran) recomputed from the branch condition
+  instead of taped.
 Values used directly (arguments, constants, values computed once before every return) are
-not listed.
+not reported. The "needed for" column is a description only: the instructions of the block
+whose reverse can read the value (per the rule registry), or the recomputed value, loop or
+branch it serves.
 
 Sizes: a loop's trip count is derived symbolically from its latch's exit compare
 (`icmp pred iv[.next], bound` with a loop-invariant bound) in terms of parameter names
 (`n`, `x.shape[0]`), so the report can total the tape for given sizes. Trip counts it cannot
 express (data-dependent exits, bounds depending on an outer loop's variable) print as `?`.
+A block that runs conditionally is counted on every iteration: totals are upper bounds.
 
 `taped_slots(derivative)` reads the tape pushes of a synthesized derivative back (from its
-calls to the tape's grow function), so a front end can check this report against the real
-synthesizer. The report is immutable; `print_tape` renders it for the IR inspection tool.
+calls to the tape's grow function): a check that the observer hears every push. The report
+is immutable; `print_tape` renders it for the IR inspection tool.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Mapping
 
-from ...analysis.activity import ActivityInfo, analyze_activity
+from ...analysis.activity import carries_float
 from ...analysis.cfg import Loop, reverse_post_order
 from ...diagnostics import Diagnostics
-from ...ir.printer import Namer
-from ...ir.types import I32, I64, FloatType
-from ...ir.values import (Argument, Block, ConstInt, Constant, Function, GlobalRef, Instruction,
-                          Module, Value, const_int)
-from ..allocations import shadowed_allocations
-from ..memory import MEMORY_INTRINSICS, is_memory_intrinsic
-from ..returns import ReturnSlot, find_return_type
+from ...ir.parser import parse_module
+from ...ir.printer import Namer, print_module
+from ...ir.values import (Argument, Block, ConstInt, Function, GlobalRef, Instruction, Module,
+                          Value)
+from ..memory import is_memory_intrinsic
+from ..returns import is_exceptional_return
 from ..rules import lookup
 from ..rules.math import math_rule_name
 from ..rules.needs import rule_needs
 from ..spec import DiffSpec
 from .plan import InductionVariable, ReversePlan
-from .tape import _GROW, SLOT
+from .synth import Retained, synthesize_reverse
+from .tape import GROW_FUNCTION, SLOT  # GROW_FUNCTION: to be renamed public in tape.py
 
-__all__ = ["Expr", "LoopTrips", "TapeEntry", "TapeReport", "activity_seeds", "print_tape",
-           "resolve_sizes", "tape_report", "taped_slots"]
+__all__ = ["Expr", "LoopTrips", "TapeEntry", "TapeReport", "print_tape", "resolve_sizes",
+           "tape_report", "taped_slots"]
 
 
 # ---------------------------------------------------------------- symbolic sizes
@@ -158,6 +164,7 @@ def _join(base: Expr | None, c: int) -> Expr:
     return Expr("+", (base, Expr.const(c))) if c > 0 else Expr("-", (base, Expr.const(-c)))
 
 
+
 # ---------------------------------------------------------------- report objects
 
 @dataclass(frozen=True)
@@ -171,12 +178,13 @@ class LoopTrips:
 
 @dataclass(frozen=True)
 class TapeEntry:
-    value: str                    # printed primal name ("%.178.le") or a description
+    value: str                    # printed primal name ("%.178.le", "%e'" for a shadow)
     type: str
-    kind: str                     # "tape" | "recompute" | "iv"
-    block: str                    # primal block whose reverse needs it (and pushes it)
+    kind: str                     # "tape" | "spill" | "recompute" | "iv"
+    what: str                     # "value" | "shadow" | "choice" (as `synth.Retained`)
+    block: str                    # primal block whose reverse needs it (spill: all, ", ")
     loops: tuple[str, ...]        # enclosing loop headers, outermost first
-    reason: str                   # what the reverse pass needs it for
+    reason: str                   # what the reverse pass needs it for (a description)
     source: str | None            # Python "file:line" of the value, when known
 
     @property
@@ -196,16 +204,37 @@ class TapeReport:
         return tuple(e for e in self.entries if e.kind == "tape")
 
     @property
+    def spilled(self) -> tuple[TapeEntry, ...]:
+        return tuple(e for e in self.entries if e.kind == "spill")
+
+    @property
     def recomputed(self) -> tuple[TapeEntry, ...]:
-        return tuple(e for e in self.entries if e.kind != "tape")
+        """Values recomputed or rebuilt as induction variables (not predecessor choices)."""
+        return tuple(e for e in self.entries if e.kind in ("recompute", "iv")
+                     and e.what != "choice")
+
+    @property
+    def choices(self) -> tuple[TapeEntry, ...]:
+        """Predecessor choices recomputed from a branch condition (`value`) instead of taped."""
+        return tuple(e for e in self.entries if e.what == "choice")
+
+    def slots_by_block(self) -> dict[str, int]:
+        """Tape slots pushed per execution of each block (compare `taped_slots`)."""
+        out: dict[str, int] = {}
+        for e in self.taped:
+            out[e.block] = out.get(e.block, 0) + 1
+        return out
 
     def trips(self, header: str) -> Expr | None:
         return next(l.trips for l in self.loops if l.header == header)
 
     def executions(self, entry: TapeEntry) -> Expr | None:
         """How many times the entry's block pushes per call (product of enclosing trips)."""
+        return self._executions(entry.loops)
+
+    def _executions(self, loops: tuple[str, ...]) -> Expr | None:
         total = Expr.const(1)
-        for header in entry.loops:
+        for header in loops:
             t = self.trips(header)
             if t is None:
                 return None
@@ -223,7 +252,7 @@ class TapeReport:
             per_nest[e.loops] = per_nest.get(e.loops, 0) + e.bytes_per_iteration
         total = Expr.const(0)
         for nest in sorted(per_nest, key=len, reverse=True):
-            n = self.executions(TapeEntry("", "", "tape", "", nest, "", None))
+            n = self._executions(nest)
             if n is None:
                 return None
             total = total + Expr.const(per_nest[nest]) * n
@@ -240,172 +269,169 @@ def resolve_sizes(report: TapeReport, sizes: Mapping[str, int]) -> dict[str, int
     return out
 
 
-# ---------------------------------------------------------------- analysis
-
-def activity_seeds(fn: Function, spec: DiffSpec) -> tuple[set[Argument], set[Argument]]:
-    """(varied, shadowed) arguments of the primal for `spec`, as the synthesizers seed them:
-    float scalars that are differentiated are varied; the data pointers of shadowed arrays,
-    and the return slot when a float return is differentiated, are shadowed."""
-    varied: set[Argument] = set()
-    shadowed: set[Argument] = set()
-    for p in spec.params:
-        if p.is_array:
-            if p.activity.has_shadow:
-                shadowed.add(fn.args[p.data_arg])
-        elif p.activity.is_differentiated and isinstance(fn.args[p.args[0]].type, FloatType):
-            varied.add(fn.args[p.args[0]])
-    slot = ReturnSlot(find_return_type(fn, spec.retptr))
-    if spec.ret.is_differentiated and slot.differentiable:
-        shadowed.add(fn.args[spec.retptr])
-    return varied, shadowed
-
+# ---------------------------------------------------------------- the report
 
 def tape_report(module: Module, spec: DiffSpec) -> TapeReport:
     """The tape report of reverse-mode differentiating `spec.primal` (module unchanged)."""
-    return _Replay(module, spec).run()
+    copy = parse_module(print_module(module))
+    events: list[Retained] = []
+    synthesize_reverse(copy, spec, observe=events.append)
+    return _Report(copy, spec).build(events)
 
 
-class _Replay:
+_ADDRESS = ("getelementptr", "select", "bitcast", "addrspacecast", "freeze")
+
+
+class _Report:
+    """The synthesizer's events as rows: names, enclosing loops, reasons, trip counts."""
+
     def __init__(self, module: Module, spec: DiffSpec) -> None:
-        self.fn = module.functions[spec.primal]
-        self.spec = spec
-        self.diag = Diagnostics(module, self.fn)
-        self.namer = Namer(self.fn)
-        self.symbols = _symbols(self.fn, spec)
-
-    def run(self) -> TapeReport:
-        fn = self.fn
-        self.info: ActivityInfo = analyze_activity(fn, *activity_seeds(fn, self.spec))
-        self.allocs = shadowed_allocations(fn, self.info, self.diag)
+        fn = self.fn = module.functions[spec.primal]
+        self.diag = Diagnostics(module, fn)
+        self.namer = Namer(fn)
+        self.symbols = _symbols(fn, spec)
         returns = [b for b in fn.blocks if (t := b.terminator) is not None
-                   and t.opcode == "ret" and not _nonzero_status(t)]
+                   and t.opcode == "ret" and not is_exceptional_return(t)]
         self.plan = ReversePlan(fn, returns)
-        self.counters: dict[Loop, Instruction] = {}
-        for loop in self.plan.loops:        # the synthesizer's per-loop iteration counter
-            counter = Instruction("phi", I64, [], f"{self._block_name(loop.header)}.iter")
-            counter.block = loop.header
-            self.counters[loop] = counter
-            self.plan.ivs[counter] = InductionVariable(loop, const_int(I64, 0), const_int(I64, 1))
-        reaching = _reaching(fn, returns)
-        self.entries: list[TapeEntry] = []
-        for block in reverse_post_order(fn):
-            if block in reaching:
-                self._block(block)
-        order = {id(b): i for i, b in enumerate(reverse_post_order(fn))}
+        self.primal_ids = {id(i) for i in fn.instructions()}
+        self.users: dict[int, list[Instruction]] = {}
+        for inst in fn.instructions():
+            for op in inst.operands:
+                self.users.setdefault(id(op), []).append(inst)
+
+    def build(self, events: list[Retained]) -> TapeReport:
+        rows: list[TapeEntry] = []
+        spills: dict[int, int] = {}       # id(value) -> its row
+        seen: set[Retained] = set()
+        block: Block | None = None
+        served: list[Retained] = []       # this block's recompute / iv / choice events so far
+        for ev in events:
+            if ev in seen:                # memoized per reverse block: one slot per execution
+                continue
+            seen.add(ev)
+            if ev.block is not block:
+                block, served = ev.block, []
+            reason = self._reason(ev, served)
+            if ev.kind in ("recompute", "iv"):
+                served.append(ev)
+            at = spills.get(id(ev.value)) if ev.kind == "spill" else None
+            if at is not None:            # one slot per call, read by several blocks
+                readers = f"{rows[at].block}, {self._block_name(ev.block)}"
+                rows[at] = replace(rows[at], block=readers)
+                continue
+            if ev.kind == "spill":
+                spills[id(ev.value)] = len(rows)
+            rows.append(self._entry(ev, reason))
+        order = {id(b): i for i, b in enumerate(reverse_post_order(self.fn))}
         loops = tuple(self._loop_trips(l)       # a loop before the loops nested in it
                       for l in sorted(self.plan.loops, key=lambda l: order[id(l.header)]))
-        return TapeReport(fn.name or "", tuple(self.entries), loops,
+        return TapeReport(self.fn.name or "", tuple(rows), loops,
                           tuple(sorted(set(self.symbols.values()))))
 
-    # ---- the reverse of one block, as synth._reverse_block walks it
-    def _block(self, block: Block) -> None:
-        self.cur = block
-        self.seen: set[int] = set()
-        for inst in reversed(block.instructions):
-            if inst.opcode != "phi":
-                self._adjoint(inst)
-        if block is self.fn.entry:
-            return
-        preds = [p for p in self.plan.preds[block] if p in self.plan.idom]
-        header_of = next((l for l in self.plan.loops if l.header is block), None)
-        for pred in preds:                  # trip counters of loops entered backwards
-            inside = set(map(id, self.plan.loops_containing(block)))
-            for loop in self.plan.loops_containing(pred):
-                if id(loop) not in inside:
-                    self._avail(self.counters[loop],
-                                f"trip count of loop {self._block_name(loop.header)}")
-        if header_of is None and len(preds) > 1:
-            which = Instruction("phi", I32, [], f"{self._block_name(block)}.from")
-            which.block = block
-            self._avail(which, "which predecessor entered the block")
+    def _entry(self, ev: Retained, reason: str) -> TapeEntry:
+        v = ev.value
+        if ev.what == "shadow":
+            name, type_ = self._ref(v) + "'", "ptr"
+        elif self._synthetic(v):          # named by the synthesizer ("B12.iter", "B7.from")
+            name, type_ = v.name or "", str(v.type)
+        else:
+            name, type_ = self._ref(v), str(v.type)
+        loops = () if ev.kind == "spill" else tuple(
+            self._block_name(l.header) for l in self.plan.loops_containing(ev.block))
+        source = self.diag.source(v) if isinstance(v, Instruction) and not self._synthetic(v) \
+            else None
+        return TapeEntry(name, type_, ev.kind, ev.what, self._block_name(ev.block), loops,
+                         reason, source)
 
-    def _adjoint(self, inst: Instruction) -> None:
-        op = inst.opcode
-        info = self.info
-        if op == "store":
-            if inst.operands[1] in info.shadowed:
-                self._shadow(inst.operands[1], "shadow address of a store")
-            return
-        if inst in self.allocs:
-            self._shadow(inst, "shadow array, released by the reverse of its allocation")
-            return
-        name = inst.callee_name or ""
-        if op == "call" and is_memory_intrinsic(name) and inst.operands[0] in info.shadowed:
-            self._avail(inst.operands[2], f"length of {name}")
-            if MEMORY_INTRINSICS[name.split(".")[1]] == "copy" and \
-                    inst.operands[1] in info.shadowed:
-                self._shadow(inst.operands[1], f"shadow source of {name}")
-            self._shadow(inst.operands[0], f"shadow destination of {name}")
-            return
-        if not info.is_active(inst):
-            return
-        if op == "load":
-            self._shadow(inst.operands[0], f"shadow address of load {self._ref(inst)}")
-        elif op == "select":
-            self._avail(inst.operands[0], f"condition of select {self._ref(inst)}")
-        elif op not in ("fpext", "fptrunc", "freeze", "extractvalue", "insertvalue"):
-            name = op if op != "call" else math_rule_name(inst.callee_name or "", inst.type)
-            rule = lookup(name)
-            if rule is None:        # the synthesizer reports it
-                return
-            wanted = frozenset(i for i, o in enumerate(inst.operands) if o in info.varied)
-            needs, needs_res = rule_needs(rule, tuple(o.type for o in inst.operands), inst.type,
-                                          wanted)
-            for i in sorted(needs):
-                self._avail(inst.operands[i], f"operand {i} of {name} {self._ref(inst)}")
-            if needs_res:
-                self._avail(inst, f"result of {name}, for its derivative")
+    # ---- why the reverse of ev.block needs ev.value (a description, not a decision)
+    def _reason(self, ev: Retained, served: list[Retained]) -> str:
+        v, block = ev.value, ev.block
+        if ev.what == "choice":
+            return f"which predecessor entered {self._block_name(block)}"
+        for parent in reversed(served):   # the synthesizer asks for operands depth first
+            if ev.what == "value" and any(x is v for x in self._inputs(parent)):
+                if parent.what == "choice":
+                    return f"condition choosing the predecessor of {self._block_name(block)}"
+                return ("start or step of iv " if parent.kind == "iv" else
+                        "operand of recomputed ") + self._ref(parent.value)
+        if self._synthetic(v):
+            assert isinstance(v, Instruction) and v.block is not None
+            what = "trip count of loop" if any(l.header is v.block for l in self.plan.loops) \
+                else "which predecessor entered"
+            return f"{what} {self._block_name(v.block)}"
+        reads = self._shadow_reads(v, block) if ev.what == "shadow" else self._value_reads(v, block)
+        return " / ".join(dict.fromkeys(reads))
 
-    # ---- availability, as synth._avail / synth._shadow decide it
-    def _avail(self, v: Value, reason: str) -> None:
-        kind = self.plan.kind(v, self.cur)
-        if kind == "direct" or id(v) in self.seen:
-            return
-        self.seen.add(id(v))
-        self._record(v, kind, reason)
-        if kind == "iv":
-            iv = self.plan.ivs[v]  # type: ignore[index]
-            self._avail(iv.step, reason)
-            self._avail(iv.start, reason)
-        elif kind == "recompute":
-            assert isinstance(v, Instruction)
-            for op in v.operands:
-                self._avail(op, f"operand of recomputed {self._ref(v)}")
+    def _inputs(self, ev: Retained) -> tuple[Value, ...]:
+        if ev.what == "choice":
+            return (ev.value,)
+        if ev.kind == "iv":
+            iv = self.plan.ivs.get(ev.value)  # type: ignore[arg-type]
+            return (iv.start, iv.step) if iv is not None else ()
+        return tuple(ev.value.operands)  # type: ignore[union-attr]
 
-    def _shadow(self, ptr: Value, reason: str) -> None:
-        if (ptr in self.info.shadowed or ptr in self.allocs) and (
-                isinstance(ptr, Argument) or self.plan.kind(ptr, self.cur) == "direct"):
-            return
-        key = ~id(ptr)
-        if key in self.seen:
-            return
-        self.seen.add(key)
-        op = ptr.opcode if isinstance(ptr, Instruction) else None
+    def _value_reads(self, v: Value, block: Block) -> list[str]:
+        """How the reverse of `block`'s instructions can read `v` (rule registry: upper bound)."""
+        here = [u for u in self.users.get(id(v), []) if u.block is block and u.opcode != "phi"]
+        if isinstance(v, Instruction) and v.block is block:
+            here.insert(0, v)
+        out = [r for u in here for r in self._reads(u, v)]
+        return out or [f"index of {self._ref(u)}" for u in self.users.get(id(v), [])
+                       if u.opcode == "getelementptr" and u.operands[0] is not v]
+
+    def _reads(self, u: Instruction, v: Value) -> list[str]:
+        at = [i for i, o in enumerate(u.operands) if o is v]
+        op, callee = u.opcode, u.callee_name or ""
+        if op == "select":
+            return [f"condition of select {self._ref(u)}"] if 0 in at else []
         if op == "getelementptr":
-            self._shadow(ptr.operands[0], reason)  # type: ignore[union-attr]
-            for idx in ptr.operands[1:]:  # type: ignore[union-attr]
-                self._avail(idx, f"index of {self._ref(ptr)}")
-        elif op == "select":
-            c, x, y = ptr.operands  # type: ignore[union-attr]
-            self._avail(c, f"condition of select {self._ref(ptr)}")
-            self._shadow(x, reason)
-            self._shadow(y, reason)
-        elif op in ("bitcast", "addrspacecast", "freeze"):
-            self._shadow(ptr.operands[0], reason)  # type: ignore[union-attr]
-        else:
-            self._record(ptr, "tape", reason, shadow=True)
+            return [f"index of {self._ref(u)}"] if any(at) else []
+        if op == "call" and is_memory_intrinsic(callee):
+            return [f"length of {callee}"] if 2 in at else []
+        name = math_rule_name(callee, u.type) if op == "call" else op
+        rule = lookup(name)
+        if rule is None:
+            return []
+        floats = frozenset(i for i, o in enumerate(u.operands) if carries_float(o.type))
+        needs, needs_res = rule_needs(rule, tuple(o.type for o in u.operands), u.type, floats)
+        read = [str(i) for i in at if i in needs]
+        out = []
+        if read:
+            out.append(f"operand{'s' if len(read) > 1 else ''} {', '.join(read)} of {name} "
+                       f"{self._ref(u)}")
+        if u is v and needs_res:
+            out.append(f"result of {name}, for its derivative")
+        return out
 
-    def _record(self, v: Value, kind: str, reason: str, shadow: bool = False) -> None:
-        synthetic = isinstance(v, Instruction) and v.block is not None \
-            and v not in v.block.instructions
-        if synthetic:               # the synthesizer's own loop counter / predecessor record
-            name = v.name or ""
-        else:
-            name = self._ref(v) + ("'" if shadow else "")
-        loops = tuple(self._block_name(l.header) for l in self.plan.loops_containing(self.cur))
-        source = self.diag.source(v) if isinstance(v, Instruction) and not synthetic else None
-        self.entries.append(TapeEntry(name, "ptr" if shadow else str(v.type), kind,
-                                      self._block_name(self.cur), loops, reason, source))
+    def _shadow_reads(self, ptr: Value, block: Block) -> list[str]:
+        """The memory accesses of `block` addressed through `ptr`."""
+        out = []
+        if isinstance(ptr, Instruction) and ptr.block is block and ptr.opcode == "call":
+            out.append("shadow array, released by the reverse of its allocation")
+        work, seen = [ptr], {id(ptr)}
+        while work:
+            x = work.pop()
+            for u in self.users.get(id(x), []):
+                callee = u.callee_name or ""
+                if u.opcode in _ADDRESS:
+                    if id(u) not in seen:
+                        seen.add(id(u))
+                        work.append(u)
+                elif u.block is not block:
+                    continue
+                elif u.opcode == "load":
+                    out.append(f"shadow address of load {self._ref(u)}")
+                elif u.opcode == "store" and u.operands[1] is x:
+                    out.append("shadow address of a store")
+                elif u.opcode == "call" and is_memory_intrinsic(callee):
+                    out.append(f"shadow {'destination' if u.operands[0] is x else 'source'} "
+                               f"of {callee}")
+        return out
+
+    # ---- names
+    def _synthetic(self, v: Value) -> bool:
+        """The synthesizer's own values: loop trip counters and "which predecessor" records."""
+        return isinstance(v, Instruction) and id(v) not in self.primal_ids
 
     def _block_name(self, block: Block) -> str:
         return self.namer.ref(block)[1:]
@@ -510,23 +536,6 @@ def _symbols(fn: Function, spec: DiffSpec) -> dict[Argument, str]:
     return out
 
 
-def _nonzero_status(ret: Instruction) -> bool:
-    status = ret.operands[0] if ret.operands else None
-    return isinstance(status, Constant) and status.text != "0"
-
-
-def _reaching(fn: Function, targets: list[Block]) -> set[Block]:
-    preds = fn.predecessors()
-    seen = set(targets)
-    work = list(targets)
-    while work:
-        for p in preds[work.pop()]:
-            if p not in seen:
-                seen.add(p)
-                work.append(p)
-    return seen
-
-
 # ---------------------------------------------------------------- cross-check
 
 def taped_slots(derivative: Function) -> dict[str, int]:
@@ -537,7 +546,7 @@ def taped_slots(derivative: Function) -> dict[str, int]:
     for block in derivative.blocks:
         for inst in block.instructions:
             if inst.opcode == "call" and isinstance(inst.callee, (GlobalRef, Function)) \
-                    and inst.callee.name == _GROW and (block.name or "").endswith(suffix):
+                    and inst.callee.name == GROW_FUNCTION and (block.name or "").endswith(suffix):
                 need = inst.operands[-1]
                 if isinstance(need, ConstInt):
                     name = (block.name or "")[:-len(suffix)]
@@ -548,7 +557,8 @@ def taped_slots(derivative: Function) -> dict[str, int]:
 # ---------------------------------------------------------------- printer
 
 def print_tape(report: TapeReport, sizes: Mapping[str, int] | None = None) -> str:
-    """The report as `;`-comment text (like print-activity): loops, taped, recomputed, total."""
+    """The report as `;`-comment text (like print-activity): loops, taped, spilled,
+    recomputed, predecessor choices, total."""
     sizes = resolve_sizes(report, sizes or {})
     out = [f"; tape of @{report.function} (reverse mode)"]
     if report.loops:
@@ -571,6 +581,15 @@ def print_tape(report: TapeReport, sizes: Mapping[str, int] | None = None) -> st
         out += _table(rows)
     else:
         out.append(";   (nothing)")
+    spilled = report.spilled
+    out.append(f"; spilled ({len(spilled)} value(s) computed at most once: one stack slot per "
+               "call, stored after the definition):")
+    if spilled:
+        rows = [("value", "type", "read by the reverse of", "needed for", "source")]
+        rows += [(e.value, e.type, e.block, e.reason, _loc(e.source)) for e in spilled]
+        out += _table(rows)
+    else:
+        out.append(";   (nothing)")
     again = report.recomputed
     out.append(f"; recomputed in the reverse pass instead of taped ({len(again)}):")
     if again:
@@ -582,6 +601,10 @@ def print_tape(report: TapeReport, sizes: Mapping[str, int] | None = None) -> st
         out += _table(rows)
     else:
         out.append(";   (nothing)")
+    if report.choices:
+        out.append(f"; predecessor choices recomputed from the branch condition instead of "
+                   f"taped ({len(report.choices)}): "
+                   + ", ".join(f"{e.block} from {e.value}" for e in report.choices))
     total = report.total_bytes()
     line = f"; total tape per call: {_amount(total, sizes)} bytes"
     if total is None:
