@@ -23,6 +23,7 @@ from ir_passes.diff.spec import ARRAY_DATA, Activity, DiffSpec, ParamSpec
 from ir_passes.errors import ActivityError, InvalidIRError
 from ir_passes.ir.parser import parse_module, parse_type
 from ir_passes.ir.printer import print_function, print_module
+from ir_passes.ir.types import DOUBLE, FLOAT, IntType
 
 from .activities import ActivitySpec, check_types, return_activity
 from .numba_bridge.capture import capture
@@ -161,8 +162,11 @@ class Specializer:
     def _param_specs(self, cap) -> tuple[ParamSpec, ...]:
         out = []
         for layout, act in zip(cap.params, self.spec.activities):
-            ndim = layout.numba_type.ndim if isinstance(layout.numba_type, types.Array) else None
-            out.append(ParamSpec(layout.name, act, layout.llvm_args, ndim))
+            t = layout.numba_type
+            if isinstance(t, types.Array):
+                out.append(ParamSpec(layout.name, act, layout.llvm_args, t.ndim, _llvm_dtype(t.dtype)))
+            else:
+                out.append(ParamSpec(layout.name, act, layout.llvm_args))
         return tuple(out)
 
     def _activity_text(self, module, dspec: DiffSpec) -> str:
@@ -183,6 +187,15 @@ class Specializer:
                 text = st.texts[key] = optimize(self._module_text)
             parts.append(f"; {self.name} ({st.signature}) -- {stage}\n{text}")
         return "\n".join(parts)
+
+
+def _llvm_dtype(dtype):
+    """The LLVM element type of a Numba array dtype (floats and integers), else None."""
+    if isinstance(dtype, types.Float):
+        return DOUBLE if dtype.bitwidth == 64 else FLOAT
+    if isinstance(dtype, (types.Integer, types.Boolean)):
+        return IntType(8 if isinstance(dtype, types.Boolean) else dtype.bitwidth)
+    return None
 
 
 # ---------------------------------------------------------------- shadow checks

@@ -22,8 +22,8 @@ from ..ir.types import (DOUBLE, I64, PTR, VOID, ArrayType, FloatType, IntType, S
                         VectorType)
 from ..ir.values import (Argument, Block, Constant, Function, Instruction, Module,
                          Value, const_int, zero)
-from .common import describe_memory, fast_math_of, scale
 from .allocations import allocate_shadow, data_pointer, refcount, shadowed_allocations
+from .common import describe_memory, fast_math_of, scale
 from .memory import INERT_CALLS, MEMORY_INTRINSICS, NRT_DATA, is_memory_intrinsic
 from .returns import ReturnSlot, find_return_type, pack_results
 from .rules import lookup

@@ -7,8 +7,8 @@ checks are those that hold in both modes; mode-specific ones live in the synthes
 from __future__ import annotations
 
 from ..errors import ActivityError
-from ..ir.types import FloatType
-from ..ir.values import Argument, Function
+from ..ir.types import FloatType, Type
+from ..ir.values import Argument, Function, Value
 from .returns import ReturnSlot, find_return_type
 from .spec import Activity, DiffSpec
 
@@ -34,3 +34,9 @@ def activity_seeds(fn: Function, spec: DiffSpec) -> tuple[set[Argument], set[Arg
     if spec.ret.is_differentiated and slot.differentiable:
         shadowed.add(fn.args[spec.retptr])
     return varied, shadowed
+
+
+def known_element_types(fn: Function, spec: DiffSpec) -> dict[Value, Type]:
+    """Element types the ABI tells us: each array parameter's dtype, at its data pointer."""
+    return {fn.args[p.data_arg]: p.dtype for p in spec.params
+            if p.is_array and p.dtype is not None}

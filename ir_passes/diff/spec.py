@@ -42,6 +42,7 @@ class ParamSpec:
     activity: Activity
     args: tuple[int, ...]          # indices of the primal's LLVM arguments for this parameter
     ndim: int | None = None        # array rank; None for a scalar
+    dtype: Type | None = None      # array element type, when the front end knows it
     source: str | None = None      # "file:line" of the definition, for diagnostics
 
     @property

@@ -6,27 +6,20 @@ straight-line code.
 """
 from __future__ import annotations
 
+from ...analysis.types import MemoryTypes
 from ...diagnostics import Diagnostics
 from ...ir.builder import Builder, add_incoming
 from ...ir.types import I64, PTR, VOID, FloatType, FunctionType, size_of
 from ...ir.values import Function, Instruction, Module, const_int, zero
-from ..memory import pointer_base
 
 
-def copy_element_type(fn: Function, copy: Instruction, diag: Diagnostics) -> FloatType:
-    """The one float type the primal loads or stores through the copy's source or target."""
-    bases = {pointer_base(copy.operands[0]), pointer_base(copy.operands[1])}
-    found = set()
-    for inst in fn.instructions():
-        if inst.opcode in ("load", "store"):
-            ptr = inst.operands[0] if inst.opcode == "load" else inst.operands[1]
-            t = inst.type if inst.opcode == "load" else inst.operands[0].type
-            if pointer_base(ptr) in bases and isinstance(t, FloatType):
-                found.add(t)
-    if len(found) != 1:
+def copy_element_type(types: MemoryTypes, copy: Instruction, diag: Diagnostics) -> FloatType:
+    """The float type stored in the memory a copy moves (from the function's accesses)."""
+    t = types.float_element(copy.operands[0]) or types.float_element(copy.operands[1])
+    if t is None:
         raise diag.unsupported("memory copy of active data whose element type is unknown", copy,
                                "copy the array with an explicit loop")
-    return found.pop()
+    return t
 
 
 def copy_adjoint_function(module: Module, t: FloatType) -> Function:

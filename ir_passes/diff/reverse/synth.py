@@ -24,6 +24,7 @@ from typing import Callable
 
 from ...analysis.activity import ActivityInfo, analyze_activity, carries_float
 from ...analysis.cfg import Loop, blocks_reaching, reverse_post_order
+from ...analysis.types import analyze_memory_types
 from ...diagnostics import Diagnostics
 from ...errors import ActivityError
 from ...ir.builder import Builder, add_incoming, declare
@@ -31,15 +32,15 @@ from ...ir.clone import clone_instruction
 from ...ir.types import I32, I64, PTR, VOID, ArrayType, FloatType, IntType, StructType, Type
 from ...ir.values import (FALSE, Argument, Block, Constant, Function, Instruction,
                           Module, Value, const_float, const_int, zero)
-from ..common import describe_memory, fast_math_of, scale
 from ..allocations import allocate_shadow, data_pointer, refcount, shadowed_allocations
+from ..common import describe_memory, fast_math_of, scale
 from ..memory import INERT_CALLS, MEMORY_INTRINSICS, NRT_DATA, is_memory_intrinsic
 from ..returns import ReturnSlot, find_return_type, is_exceptional_return, pack_results
 from ..rules import lookup
 from ..rules.emitter import MathEmitter
 from ..rules.math import math_rule_name
 from ..rules.needs import rule_needs
-from ..seeds import activity_seeds
+from ..seeds import activity_seeds, known_element_types
 from ..signature import build_signature
 from ..spec import Activity, DiffSpec
 from .copies import copy_adjoint_function, copy_element_type
@@ -102,6 +103,8 @@ class _Reverse:
     def run(self) -> Function:
         self.info: ActivityInfo = analyze_activity(self.primal, *self._seeds())
         self.allocs = shadowed_allocations(self.primal, self.info, self.diag)
+        self.memory_types = analyze_memory_types(self.primal, known_element_types(self.primal,
+                                                                                  self.spec))
         normal_returns = [blk for blk in self.primal.blocks
                           if (t := blk.terminator) is not None and t.opcode == "ret"
                           and not is_exceptional_return(t)]
@@ -260,7 +263,8 @@ class _Reverse:
                     f"active value stored into memory without a shadow ({describe_memory(self.spec, ptr)})",
                     inst, "mark that array 'dup' so its derivative is tracked")
         elif op == "load" and inst.operands[0] in self.info.shadowed and inst.type.is_int:
-            raise self.diag.unsupported("integer load from shadowed (float) memory", inst)
+            raise self.diag.unsupported("integer load from shadowed (float) memory", inst,
+                                        "avoid reinterpreting float arrays as integers")
         elif op == "call":
             name = inst.callee_name or ""
             touches = any(o in self.info.shadowed or o in self.info.varied for o in inst.operands)
@@ -629,7 +633,7 @@ class _Reverse:
         dst, src = inst.operands[0], inst.operands[1]
         length = self._avail(inst.operands[2])
         if MEMORY_INTRINSICS[name.split(".")[1]] == "copy" and src in self.info.shadowed:
-            t = copy_element_type(self.primal, inst, self.diag)
+            t = copy_element_type(self.memory_types, inst, self.diag)
             b.call(copy_adjoint_function(self.module, t), [self._shadow(src), self._shadow(dst),
                                                            length], VOID)
             return
