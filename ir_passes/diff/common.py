@@ -2,8 +2,10 @@
 memory behind a pointer in diagnostics."""
 from __future__ import annotations
 
+from ..analysis.activity import ActivityInfo, carries_float
+from ..diagnostics import Diagnostics
 from ..ir.builder import Builder
-from ..ir.values import Argument, ConstFloat, Instruction, Value
+from ..ir.values import Argument, ConstFloat, Function, Instruction, Value
 from .memory import pointer_base
 from .spec import DiffSpec
 
@@ -22,6 +24,28 @@ def scale(b: Builder, partial: Value, v: Value, width: int = 1) -> Value:
     if isinstance(partial, ConstFloat) and partial.value == -1.0:
         return b.fneg(v)
     return b.fmul(b.splat(partial, width) if width > 1 else partial, v)
+
+
+def check_store(diag: Diagnostics, spec: DiffSpec, primal: Function, info: ActivityInfo,
+                inst: Instruction) -> None:
+    """Refuse a store of an active value into memory that has no shadow (its derivative
+    would be lost), except into the return slot of a return value declared const."""
+    v, ptr = inst.operands
+    if ptr in info.shadowed or v not in info.varied:
+        return
+    if pointer_base(ptr) is primal.args[spec.retptr]:
+        return
+    raise diag.unsupported(
+        f"active value stored into memory without a shadow ({describe_memory(spec, ptr)})",
+        inst, "mark that array 'dup' so its derivative is tracked")
+
+
+def check_reinterpretation(diag: Diagnostics, info: ActivityInfo, inst: Instruction) -> None:
+    """Refuse reading an active float's bits as an integer (the derivative would vanish)."""
+    if inst.opcode == "bitcast" and inst.operands[0] in info.varied and \
+            not carries_float(inst.type):
+        raise diag.unsupported("an active float reinterpreted as integer bits", inst,
+                               "use math functions instead of bit manipulation")
 
 
 def describe_memory(spec: DiffSpec, ptr: Value) -> str:

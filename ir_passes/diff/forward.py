@@ -23,7 +23,8 @@ from ..ir.types import (DOUBLE, I64, PTR, VOID, ArrayType, FloatType, IntType, S
 from ..ir.values import (Argument, Block, Constant, Function, Instruction, Module,
                          Value, const_int, zero)
 from .allocations import allocate_shadow, data_pointer, refcount, shadowed_allocations
-from .common import describe_memory, fast_math_of, scale
+from .common import (check_reinterpretation, check_store, describe_memory, fast_math_of,
+                     scale)
 from .memory import INERT_CALLS, MEMORY_INTRINSICS, NRT_DATA, is_memory_intrinsic
 from .returns import ReturnSlot, find_return_type, pack_results
 from .rules import lookup
@@ -147,6 +148,8 @@ class _Forward:
             self.b.fast_math = ()
         elif inst.opcode == "store":
             self._store(inst)
+        elif inst.opcode == "bitcast":
+            check_reinterpretation(self.diag, self.info, inst)
         elif inst.opcode == "call":
             self._inactive_call(inst)
         elif inst.opcode == "alloca" or inst.opcode in ("ptrtoint", "inttoptr"):
@@ -299,10 +302,8 @@ class _Forward:
             else:
                 for j in range(self.width):
                     self.b.store(self.b.extractelement(t, j), self.b.extractelement(sp, j))
-        elif v in self.info.varied:
-            raise self.diag.unsupported(
-                f"active value stored into memory without a shadow ({describe_memory(self.spec, ptr)})", inst,
-                "mark that array 'dup' so its derivative is tracked")
+        else:
+            check_store(self.diag, self.spec, self.primal, self.info, inst)
 
     def _inactive_call(self, inst: Instruction) -> None:
         name = inst.callee_name or ""

@@ -33,7 +33,8 @@ from ...ir.types import I32, I64, PTR, VOID, ArrayType, FloatType, IntType, Stru
 from ...ir.values import (FALSE, Argument, Block, Constant, Function, Instruction,
                           Module, Value, const_float, const_int, zero)
 from ..allocations import allocate_shadow, data_pointer, refcount, shadowed_allocations
-from ..common import describe_memory, fast_math_of, scale
+from ..common import (check_reinterpretation, check_store, describe_memory, fast_math_of,
+                      scale)
 from ..memory import INERT_CALLS, MEMORY_INTRINSICS, NRT_DATA, is_memory_intrinsic
 from ..returns import ReturnSlot, find_return_type, is_exceptional_return, pack_results
 from ..rules import lookup
@@ -257,11 +258,7 @@ class _Reverse:
         """Reject what the reverse pass cannot handle, before emitting anything for it."""
         op = inst.opcode
         if op == "store":
-            v, ptr = inst.operands
-            if ptr not in self.info.shadowed and v in self.info.varied:
-                raise self.diag.unsupported(
-                    f"active value stored into memory without a shadow ({describe_memory(self.spec, ptr)})",
-                    inst, "mark that array 'dup' so its derivative is tracked")
+            check_store(self.diag, self.spec, self.primal, self.info, inst)
         elif op == "load" and inst.operands[0] in self.info.shadowed and inst.type.is_int:
             raise self.diag.unsupported("integer load from shadowed (float) memory", inst,
                                         "avoid reinterpreting float arrays as integers")
@@ -280,7 +277,9 @@ class _Reverse:
                                             f"register a derivative rule: enzyme_py.register_rule({name!r}, ...)")
         elif op in ("ptrtoint", "inttoptr") and any(o in self.info.shadowed for o in inst.operands):
             raise self.diag.unsupported(f"'{op}' of a pointer into shadowed memory", inst)
-        elif op in ("extractelement", "insertelement", "shufflevector", "bitcast") \
+        elif op == "bitcast":
+            check_reinterpretation(self.diag, self.info, inst)
+        elif op in ("extractelement", "insertelement", "shufflevector") \
                 and inst in self.info.varied:
             raise self.diag.unsupported(f"'{op}' on active values in reverse mode", inst)
 
