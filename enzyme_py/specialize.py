@@ -83,8 +83,7 @@ class Specializer:
                 lines.append(f"    check_shadow({pname}, {shadow}, '{pname}')")
             elif k > 1:
                 lines.append(f"    check_lanes({pname}, {shadow}, {k}, '{pname}')")
-        if self.spec.mode == "reverse":
-            lines += self._disjointness_checks(primal_types)
+        lines += self._disjointness_checks(primal_types)
         call_args = ", ".join(params)
         if k > 1 and self._ret_differentiated(primal_types):
             lines.append(f"    tangent = np.empty({k}, np.float64)")
@@ -96,8 +95,9 @@ class Specializer:
         return "\n".join(lines) + "\n"
 
     def _disjointness_checks(self, primal_types: tuple) -> list[str]:
-        """Reverse mode rereads arrays the function never writes; check at call time that
-        the arrays it does write do not overlap them (the pass assumes they don't)."""
+        """Derivatives track each array's memory separately (and reverse mode rereads arrays
+        the function never writes): check at call time that the arrays it writes do not
+        overlap its other arrays."""
         arrays = [i for i, t in enumerate(primal_types) if isinstance(t, types.Array)]
         if len(arrays) < 2:
             return []
@@ -231,7 +231,7 @@ def check_disjoint(a, b, name_a, name_b):
 @overload(check_disjoint, prefer_literal=True)
 def _check_disjoint(a, b, name_a, name_b):
     na, nb = getattr(name_a, "literal_value", "?"), getattr(name_b, "literal_value", "?")
-    msg = (f"arrays '{na}' and '{nb}' overlap in memory; reverse mode assumes an array the "
+    msg = (f"arrays '{na}' and '{nb}' overlap in memory; derivatives assume an array the "
            f"function writes does not share memory with its other arrays (pass a copy)")
 
     def impl(a, b, name_a, name_b):
