@@ -37,6 +37,7 @@ class Stages:
     """IR text of every stage of one specialisation (for `inspect`)."""
     signature: str
     texts: dict[str, str] = field(default_factory=dict)
+    module_text: str = ""          # the derivative's verified module, as linked
 
 
 class Specializer:
@@ -144,7 +145,7 @@ class Specializer:
             raise InvalidIRError(f"enzyme_py produced invalid IR for {self.name} "
                                  f"({stages.signature}); this is a bug.\n{exc}") from None
         self.stages[primal_types] = stages
-        self._module_text = text
+        stages.module_text = text
         return Built(text, symbol, restype, (cap.library,))
 
     def _result_type(self, prim_ret, ret_act: Activity, primal_types: tuple):
@@ -184,7 +185,7 @@ class Specializer:
             key = "canonical" if stage == "primal" else stage
             text = st.texts.get(key)
             if text is None and key == "optimized":
-                text = st.texts[key] = optimize(self._module_text)
+                text = st.texts[key] = optimize(st.module_text)
             parts.append(f"; {self.name} ({st.signature}) -- {stage}\n{text}")
         return "\n".join(parts)
 
