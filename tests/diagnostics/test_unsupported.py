@@ -1,0 +1,253 @@
+"""Constructs the pass rejects raise `enzyme_py.UnsupportedError` (a NotImplementedError) at
+the first call, never a silently wrong derivative (API.md, "Errors"; README "Limitations").
+
+The message must name what is rejected (the LLVM instruction or the called function), the
+Python ``file:line`` it came from, and how to work around it. Source lines are found through
+``# diag:<case>`` markers in this file, so the tests do not depend on line numbers.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numba
+import numpy as np
+import pytest
+
+from enzyme_py import EnzymePyError, UnsupportedError, derive_diff
+
+
+def _marker_lines() -> dict[str, int]:
+    with open(__file__, encoding="utf-8") as fh:
+        return {m.group(1): n for n, line in enumerate(fh, 1)
+                if (m := re.search(r"# diag:([\w-]+)$", line))}
+
+
+# --------------------------------------------------------------------------------- primals
+
+def const_scratch(x, buf):
+    """Active values written into a const array, then read back."""
+    for i in range(x.shape[0]):
+        buf[i] = x[i] * 2.0  # diag:const-scratch
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += buf[i] * buf[i]
+    return s
+
+
+def ldexp_call(x):
+    return math.ldexp(x, 3) + x  # diag:ldexp
+
+
+def pick(a, b, flag):
+    c = a if flag else b  # diag:pick
+    s = 0.0
+    for i in range(c.shape[0]):
+        s += c[i] * c[i]
+    return s
+
+
+def returns_array(a):
+    return a * 2.0  # diag:escape
+
+
+def int_view(a):
+    b = a.view(np.int64)
+    return a[0] * 2.0 + b[1]  # diag:int-view
+
+
+def blas_dot(a, b):
+    return np.dot(a, b)  # diag:blas
+
+
+def parallel_sum(a):
+    s = 0.0
+    for i in numba.prange(a.shape[0]):
+        s += a[i] * a[i]
+    return s
+
+
+@numba.njit
+def _power(x, n):
+    if n <= 0:
+        return 1.0
+    return x * _power(x, n - 1)
+
+
+def recursive(x, n):
+    return _power(x, n)
+
+
+def with_list(a):
+    values = [a[0] * 2.0, a[1]]  # diag:list
+    return values[0] + values[1]
+
+
+# --------------------------------------------------------------------------------- cases
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    fn: Callable[..., Any]
+    reverse: tuple[str, ...]             # activities in reverse mode (forward: active -> dup)
+    args: Callable[[], tuple]            # primal arguments
+    names: tuple[str, ...]               # what the message must name
+    hint: tuple[str, ...] = ()           # what the fix must mention
+    instruction: bool = True             # rejects one instruction (else a whole function)
+    jit: dict = field(default_factory=dict)
+    requires: str | None = None          # a module to import first (skip if missing)
+
+    @property
+    def id(self) -> str:
+        return self.name
+
+
+CASES = [
+    Case("const-scratch", const_scratch, ("dup", "const"), lambda: (np.ones(3), np.zeros(3)),
+         ("active value stored into memory without a shadow", "array 'buf' is const",
+          "store double"), hint=("'dup'",)),
+    Case("ldexp", ldexp_call, ("active",), lambda: (1.5,),
+         ("'numba_ldexp'", "call double @numba_ldexp"), hint=("register_rule",)),
+    Case("pick", pick, ("dup", "const", "const"), lambda: (np.ones(3), np.ones(3), True),
+         ("may address either shadowed or unshadowed memory", "select", "array 'b' is const"),
+         hint=("dup",)),
+    Case("escape", returns_array, ("dup",), lambda: (np.ones(3),),
+         ("an array holding active values escapes the function", "store ptr")),
+    Case("int-view", int_view, ("dup",), lambda: (np.ones(3),),
+         ("integer load from shadowed (float) memory", "load i64")),
+    Case("blas", blas_dot, ("dup", "dup"), lambda: (np.ones(3), np.ones(3)),
+         ("'numba_xxdot'",), hint=("register_rule",), requires="scipy"),
+    Case("parallel", parallel_sum, ("dup",), lambda: (np.ones(3),),
+         ("parallel_sum is compiled with parallel=True",), hint=("serial",),
+         instruction=False, jit=dict(parallel=True)),
+    Case("recursion", recursive, ("active", "const"), lambda: (1.5, 3),
+         ("_power", "cannot be inlined"), hint=("recursion",), instruction=False),
+]
+BY_NAME = {c.name: c for c in CASES}
+
+#: Messages that fall short of API.md today: (case, aspect, mode) -> what is missing.
+SHORTFALLS = {
+    **{("escape", "hint", mode): "no 'fix:' line (e.g. write the result into an output array "
+                                 "marked 'dup', as README's Limitations says)"
+       for mode in ("reverse", "forward")},
+    ("int-view", "hint", "forward"): "forward mode gives no 'fix:' line for an integer load "
+                                     "from float memory (reverse mode says 'avoid "
+                                     "reinterpreting float arrays as integers')",
+}
+
+
+def _activities(case: Case, mode: str) -> list[str]:
+    if mode == "reverse":
+        return list(case.reverse)
+    return ["dup" if a == "active" else a for a in case.reverse]
+
+
+def _call_args(case: Case, mode: str) -> list:
+    out = []
+    for a, act in zip(case.args(), _activities(case, mode)):
+        out.append(a)
+        if act == "dup":
+            out.append(np.zeros_like(a) if isinstance(a, np.ndarray) else 1.0)
+    return out
+
+
+_messages: dict[tuple[str, str], str] = {}
+
+
+def _message(case: Case, mode: str) -> str:
+    """The UnsupportedError message of the first call (derive_diff itself must not raise)."""
+    if case.requires:
+        pytest.importorskip(case.requires)
+    key = (case.name, mode)
+    if key not in _messages:
+        f = numba.njit(**case.jit)(case.fn)
+        df = derive_diff(f, None, _activities(case, mode), mode=mode)
+        with pytest.raises(UnsupportedError) as err:
+            df(*_call_args(case, mode))
+        _messages[key] = str(err.value)
+        with pytest.raises(UnsupportedError):       # and again: nothing half-built is kept
+            df(*_call_args(case, mode))
+    return _messages[key]
+
+
+def _params(aspect: str) -> list:
+    out = []
+    for case in CASES:
+        for mode in ("reverse", "forward"):
+            reason = SHORTFALLS.get((case.name, aspect, mode))
+            marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+            out.append(pytest.param(case, mode, id=f"{case.name}-{mode}", marks=marks))
+    return out
+
+
+def test_unsupported_error_types():
+    assert issubclass(UnsupportedError, NotImplementedError)
+    assert issubclass(UnsupportedError, EnzymePyError)
+
+
+@pytest.mark.parametrize("case, mode", _params("names"))
+def test_message_names_the_construct(case, mode):
+    msg = _message(case, mode)
+    assert msg.startswith("cannot differentiate: ")
+    for what in case.names:
+        assert what in msg, f"{what!r} not in:\n{msg}"
+    assert case.fn.__name__ in msg, msg
+    if case.instruction:
+        assert "  instruction: " in msg and "  in function " in msg, msg
+
+
+@pytest.mark.parametrize("case, mode", [p for p in _params("location")
+                                        if p.values[0].instruction])
+def test_message_gives_the_python_file_and_line(case, mode):
+    msg = _message(case, mode)
+    line = _marker_lines()[case.name]
+    assert f"  at {__file__}:{line}" in msg, f"expected {__file__}:{line} in:\n{msg}"
+
+
+@pytest.mark.parametrize("case, mode", _params("hint"))
+def test_message_says_how_to_work_around_it(case, mode):
+    msg = _message(case, mode)
+    fix = [line for line in msg.splitlines() if line.startswith("  fix: ")]
+    assert fix, f"no fix in:\n{msg}"
+    for word in case.hint:
+        assert word in fix[0], f"{word!r} not in {fix[0]!r}"
+
+
+LIST_REASON = ("a Python list inside the function is rejected as 'call to .dtor.list.float64 "
+               "cannot be inlined (recursive?)' with a fix about recursion: misleading (there "
+               "is no recursion, the list's destructor is only referenced by address) and "
+               "without the Python file:line")
+
+
+@pytest.mark.xfail(strict=True, reason=LIST_REASON)
+@pytest.mark.parametrize("mode", ["reverse", "forward"])
+def test_list_diagnostic_is_not_about_recursion(mode):
+    df = derive_diff(with_list, None, ["dup"], mode=mode)
+    a = np.arange(1.0, 4.0)
+    try:
+        df(a, np.zeros(3) if mode == "reverse" else np.ones(3))
+    except UnsupportedError as exc:
+        msg = str(exc)
+        assert "recursi" not in msg, msg
+        assert f"{__file__}:{_marker_lines()['list']}" in msg, msg
+    # or it is differentiated (then correctly: d/da0 = 2, d/da1 = 1)
+
+
+def test_the_workaround_for_a_const_scratch_array_works():
+    """The fix the message gives: mark the scratch array dup (and give it a shadow)."""
+    df = derive_diff(const_scratch, None, ["dup", "dup"])
+    x = np.array([1.0, -2.0, 0.5])
+    dx = np.zeros(3)
+    df(x, dx, np.zeros(3), np.zeros(3))
+    np.testing.assert_allclose(dx, 8.0 * x)               # d/dx sum (2x)^2
+
+
+def test_the_pointer_select_works_when_both_arrays_are_dup():
+    df = derive_diff(pick, None, ["dup", "dup", "const"])
+    a, b = np.array([1.0, 2.0]), np.array([3.0, 4.0])
+    da, db = np.zeros(2), np.zeros(2)
+    df(a, da, b, db, False)
+    np.testing.assert_allclose(da, 0.0)
+    np.testing.assert_allclose(db, 2 * b)

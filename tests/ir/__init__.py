@@ -1,0 +1,2 @@
+"""Unit tests of the IR layer and analyses (parser, printer, builder, types, clone, cfg,
+activity, tape, reverse plan)."""
