@@ -55,25 +55,12 @@ def selection(i: int) -> list[str]:
     return [names[i % len(names)] for names in FAMILIES.values()]
 
 
-FASTMATH_SELECT_NAN = (
-    "reverse mode under fastmath: LLVM speculates a math call past the branch that guards it "
-    "(`if x > 0: y = sqrt(x)` becomes `select(x > 0, sqrt(x) * 3, 0)`); for x < 0 the adjoint "
-    "of the unselected arm is 0 but its partial 0.5/sqrt(x) is NaN, and 0 * NaN = NaN lands "
-    "in the gradient (forward mode is fine: the select picks the tangent)")
-
-#: (kernel, mode) -> reason, for the combinations with fastmath on.
-KNOWN_FASTMATH_FAILURES = {("loop_continue", "reverse"): FASTMATH_SELECT_NAN}
-
-
-def _cases(mode: str) -> list:
+def _cases() -> list:
     out = []
     for i, options in enumerate(COMBINATIONS):
         for name in selection(i):
-            reason = KNOWN_FASTMATH_FAILURES.get((name, mode)) if options["fastmath"] else None
             # forward and reverse of one cell share a worker, and so its compiled primal
             marks = [pytest.mark.xdist_group(name=f"options-{_label(options)}-{name}")]
-            if reason:
-                marks.append(pytest.mark.xfail(strict=True, reason=reason))
             out.append(pytest.param(options, name, id=f"{_label(options)}-{name}", marks=marks))
     return out
 
@@ -90,12 +77,12 @@ def test_every_combination_covers_the_families():
         assert used == set(names)
 
 
-@pytest.mark.parametrize("options, name", _cases("reverse"))
+@pytest.mark.parametrize("options, name", _cases())
 def test_reverse_under_options(options, name):
     check_reverse(by_name(name), jit_options=options)
 
 
-@pytest.mark.parametrize("options, name", _cases("forward"))
+@pytest.mark.parametrize("options, name", _cases())
 def test_forward_under_options(options, name):
     check_forward(by_name(name), jit_options=options)
 
@@ -107,11 +94,12 @@ def guarded_sqrt(x):
     return y + x
 
 
-@pytest.mark.xfail(strict=True, reason=FASTMATH_SELECT_NAN)
 def test_fastmath_speculated_call_under_select_minimal():
+    """LLVM hoists the guarded sqrt into `select(x > 0, sqrt(x) * 3, 0)`; for x < 0 the
+    unselected arm's partial is NaN and must not leak into the gradient (0 * NaN)."""
     d = derive_diff(numba.njit(fastmath=True)(guarded_sqrt), None, ["active"])
     assert d(4.0) == pytest.approx((1.75,))
-    assert d(-1.0) == (1.0,)                  # got (nan,)
+    assert d(-1.0) == (1.0,)
 
 
 def test_guarded_sqrt_without_fastmath():

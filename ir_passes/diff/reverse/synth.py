@@ -104,6 +104,7 @@ class _Reverse:
     def run(self) -> Function:
         self.info: ActivityInfo = analyze_activity(self.primal, *self._seeds())
         self.allocs = shadowed_allocations(self.primal, self.info, self.diag)
+        self.speculated = _feeding_selects(self.primal)
         self.memory_types = analyze_memory_types(self.primal, known_element_types(self.primal,
                                                                                   self.spec))
         normal_returns = [blk for blk in self.primal.blocks
@@ -612,8 +613,19 @@ class _Reverse:
         for i in wanted:
             p = partials[i]
             if p is not None:
-                self._add_adjoint(ops[i], scale(self.b, p, adj))
+                term = scale(self.b, p, adj)
+                if inst in self.speculated and term is not adj:
+                    term = self._strong_zero(term, adj)
+                self._add_adjoint(ops[i], term)
         self.b.fast_math = ()
+
+    def _strong_zero(self, term: Value, adj: Value) -> Value:
+        """`0` when the adjoint is zero, even if the partial is NaN or infinite: for values
+        computed speculatively for a `select` that did not pick them (sqrt of a negative
+        number under a guard hoisted into a select)."""
+        b = self.b
+        is_zero = b.fcmp("oeq", adj, zero(adj.type))
+        return b.select(is_zero, adjoint_zero(adj.type), term)
 
     def _adjoint_store(self, inst: Instruction) -> None:
         v, ptr = inst.operands
@@ -655,6 +667,21 @@ class _Reverse:
 
 def _is_const(v: Value, value: int) -> bool:
     return isinstance(v, Constant) and v.text == str(value)
+
+
+def _feeding_selects(fn: Function) -> set[Instruction]:
+    """Instructions whose results flow into a value operand of a `select`: they may have
+    been computed for the arm the select did not take."""
+    out: set[Instruction] = set()
+    work: list[Value] = [op for inst in fn.instructions() if inst.opcode == "select"
+                         for op in inst.operands[1:]]
+    while work:
+        v = work.pop()
+        if isinstance(v, Instruction) and v not in out and carries_float(v.type) \
+                and v.opcode not in ("phi", "load"):
+            out.add(v)
+            work.extend(v.operands)
+    return out
 
 
 def adjoint_zero(t: Type) -> Value:
