@@ -29,7 +29,10 @@ from .activities import ActivitySpec, check_types, return_activity
 from .numba_bridge.capture import capture
 from .numba_bridge.link import Built, llvm_abi, unique_symbol
 
-STAGES = ("raw", "primal", "canonical", "activity", "derivative", "optimized")
+STAGES = ("raw", "primal", "canonical", "preprocessed", "activity", "derivative", "optimized")
+# API.md's stage names for the IR inspection tool's: the primal as Numba lowered it, and
+# the preprocessed (canonicalised, callees inlined) IR the pass differentiates.
+_ALIASES = {"primal": "raw", "preprocessed": "canonical"}
 
 
 @dataclass
@@ -182,7 +185,7 @@ class Specializer:
             return "; no specialisation compiled yet: call the derivative first\n"
         parts = []
         for st in self.stages.values():
-            key = "canonical" if stage == "primal" else stage
+            key = _ALIASES.get(stage, stage)
             text = st.texts.get(key)
             if text is None and key == "optimized":
                 text = st.texts[key] = optimize(st.module_text)

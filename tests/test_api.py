@@ -286,7 +286,7 @@ def test_forward_and_reverse_called_from_njit():
 
 # --------------------------------------------------------------------------------- @autodiff
 
-STAGES = ("primal", "canonical", "activity", "derivative", "optimized")
+STAGES = ("primal", "preprocessed", "canonical", "activity", "derivative", "optimized")
 
 
 def test_autodiff_calls_the_primal_and_has_the_derivative():
@@ -342,7 +342,7 @@ def test_autodiff_inspect_every_stage(mode):
     for stage in STAGES:
         text = cubes.inspect(stage)
         assert "array(float64, 1d, C)" in text, stage        # the signature compiled so far
-        if stage in ("primal", "canonical", "activity"):
+        if stage in ("primal", "preprocessed", "canonical", "activity"):
             assert "define" in text and "5cubes" in text, stage   # the primal's symbol
         else:
             assert re.search(rf"^define .*@{symbol}d_cubes", text, re.M), stage
@@ -351,9 +351,6 @@ def test_autodiff_inspect_every_stage(mode):
         cubes.inspect("no-such-stage")
 
 
-@pytest.mark.xfail(strict=True, reason="API.md names the stages 'primal', 'preprocessed', "
-                   "'activity', 'derivative', 'optimized'; inspect('preprocessed') raises "
-                   "ValueError (the implementation calls that stage 'canonical')")
 def test_inspect_preprocessed_stage_of_api_md():
     @autodiff(args=("dup",))
     def sq(a):

@@ -269,14 +269,25 @@ def _float_value(text: str, ty: FloatType) -> float:
 class _Scope:
     """Local names of one function being parsed."""
 
-    def __init__(self, fn: Function) -> None:
+    def __init__(self, fn: Function, named_types: dict[str, Type]) -> None:
         self.fn = fn
+        self.named_types = named_types
         self.values: dict[str, Value] = {}
         self.forwards: dict[str, _Forward] = {}
         self.blocks: dict[str, Block] = {}
+        unnamed = 0
         for arg in fn.args:
             if arg.name is not None:
                 self.values["%" + arg.name] = arg
+            else:                      # `%0`, `%1`, ...: numbered in order
+                self.values[f"%{unnamed}"] = arg
+                unnamed += 1
+
+    def resolve(self, ty: Type) -> Type:
+        """The body of a named struct type (`%pair`), other types unchanged."""
+        while isinstance(ty, NamedStructType) and ty.name in self.named_types:
+            ty = self.named_types[ty.name]
+        return ty
 
     def ref(self, token: str, ty: Type) -> Value:
         key = _canonical_local(token)
@@ -299,7 +310,7 @@ class _Scope:
             blk = self.blocks[key] = Block(_local_name(token), self.fn)
         return blk
 
-    def resolve(self) -> None:
+    def resolve_forwards(self) -> None:
         missing = [k for k in self.forwards if k not in self.values]
         if missing:
             raise InvalidIRError(f"undefined values {missing} in @{self.fn.name}")
@@ -325,6 +336,11 @@ def _local_name(token: str) -> str | None:
 def parse_module(text: str) -> Module:
     mod = Module()
     lines = text.splitlines()
+    for line in lines:                 # named types first: bodies may use them before
+        if line.startswith("%") and " = type " in line:
+            name, _, body = line.partition(" = type ")
+            if body.strip() != "opaque":
+                mod.named_types[name.strip()] = _Cursor(body, None).type()
     i = 0
     while i < len(lines):
         line = lines[i]
@@ -339,7 +355,7 @@ def parse_module(text: str) -> Module:
                 i += 1
             i += 1
             fn = _parse_header(stripped, define=True)
-            _parse_body(fn, body)
+            _parse_body(fn, body, mod.named_types)
             mod.add_function(fn)
         elif stripped.startswith("declare"):
             mod.add_function(_parse_header(stripped, define=False))
@@ -420,8 +436,8 @@ def _parse_header(line: str, define: bool) -> Function:
     return fn
 
 
-def _parse_body(fn: Function, lines: list[str]) -> None:
-    scope = _Scope(fn)
+def _parse_body(fn: Function, lines: list[str], named_types: dict[str, Type]) -> None:
+    scope = _Scope(fn, named_types)
     block: Block | None = None
     i = 0
     while i < len(lines):
@@ -442,7 +458,7 @@ def _parse_body(fn: Function, lines: list[str]) -> None:
             block = scope.block("%0")
             fn.blocks.append(block)
         block.append(_parse_instruction(text, scope))
-    scope.resolve()
+    scope.resolve_forwards()
 
 
 # ---------------------------------------------------------------- instructions
@@ -635,7 +651,9 @@ def _extractvalue(cur: _Cursor, op: str) -> Instruction:
     agg = cur.typed_value()
     idx = _indices(cur)
     ty = agg.type
+    assert cur.scope is not None
     for i in idx:
+        ty = cur.scope.resolve(ty)
         ty = ty.elements[i] if isinstance(ty, StructType) else ty.element  # type: ignore[attr-defined]
     return Instruction(op, ty, [agg], indices=idx)
 

@@ -273,6 +273,7 @@ class Module:
     def __init__(self) -> None:
         self.header: list[str] = []                  # source_filename, datalayout, triple
         self.type_defs: dict[str, str] = {}          # "%name" -> whole line
+        self.named_types: dict[str, Type] = {}       # "%name" -> its body
         self.globals: dict[str, str] = {}            # "name" (no @) -> whole line
         self.functions: dict[str, Function] = {}
         self.attribute_groups: dict[str, str] = {}   # "#0" -> whole line

@@ -190,10 +190,6 @@ define double @f(double %x) {
     """)
 
 
-@pytest.mark.xfail(strict=True, raises=InvalidIRError, reason=(
-    "numbered function arguments (`define double @f(double %0)`, what clang emits with value "
-    "names discarded) are not defined in the parser's scope: InvalidIRError \"undefined "
-    "values ['%0']\""))
 def test_numbered_arguments():
     text = """
 define double @f(double %0) {
@@ -233,10 +229,6 @@ exit:
     verify(print_module(parse_module(text)))
 
 
-@pytest.mark.xfail(strict=True, raises=AttributeError, reason=(
-    "extractvalue on a named struct type (`%pair = type {...}`, common in clang output) "
-    "crashes the parser with AttributeError: 'NamedStructType' object has no attribute "
-    "'element' (parser.py _extractvalue indexes only literal struct/array types)"))
 def test_extractvalue_of_a_named_struct():
     text = """%pair = type { double, i64 }
 define double @f(double %e) {
