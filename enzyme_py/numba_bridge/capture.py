@@ -320,8 +320,13 @@ def _inline_callees(module: llvm.ModuleRef, primal: str) -> None:
     leftover = [fn.name for fn in module.functions
                 if not fn.is_declaration and fn.name != primal]
     if leftover:
+        name = leftover[0]
+        if ".dtor." in name:   # a container's destructor, referenced by address
+            raise UnsupportedError(
+                f"a Python list, set or dict inside the function ({name})", function=primal,
+                hint="use NumPy arrays (np.empty) instead of Python containers")
         raise UnsupportedError(
-            f"call to {leftover[0]} cannot be inlined (recursive?)", function=primal,
+            f"call to {name} cannot be inlined (recursive?)", function=primal,
             hint="avoid recursion in functions to differentiate")
 
 

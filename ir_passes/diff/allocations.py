@@ -32,7 +32,9 @@ def shadowed_allocations(fn: Function, info: ActivityInfo,
         if any(op in allocs for op in inst.operands) and inst.opcode != "icmp" and \
                 inst.callee_name not in (NRT_DATA, *_REFCOUNT):
             raise diag.unsupported("an array holding active values escapes the function "
-                                   "(returned, stored or passed to a call)", inst)
+                                   "(returned, stored or passed to a call)", inst,
+                                   "write the result into an output array argument marked "
+                                   "'dup' instead of returning it")
     return allocs
 
 

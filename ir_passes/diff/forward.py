@@ -274,7 +274,7 @@ class _Forward:
         ptr = self.shadows[inst.operands[0]]
         if isinstance(inst.type, IntType) and not self._only_stored(inst):
             raise self.diag.unsupported("integer load from shadowed (float) memory used as a number",
-                                        inst)
+                                        inst, "avoid reinterpreting float arrays as integers")
         if self.width == 1:
             return self.b.load(inst.type, ptr, align=inst.align)
         return self._gather(inst.type, ptr)

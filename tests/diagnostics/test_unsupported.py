@@ -128,14 +128,7 @@ CASES = [
 BY_NAME = {c.name: c for c in CASES}
 
 #: Messages that fall short of API.md today: (case, aspect, mode) -> what is missing.
-SHORTFALLS = {
-    **{("escape", "hint", mode): "no 'fix:' line (e.g. write the result into an output array "
-                                 "marked 'dup', as README's Limitations says)"
-       for mode in ("reverse", "forward")},
-    ("int-view", "hint", "forward"): "forward mode gives no 'fix:' line for an integer load "
-                                     "from float memory (reverse mode says 'avoid "
-                                     "reinterpreting float arrays as integers')",
-}
+SHORTFALLS: dict[tuple[str, str, str], str] = {}
 
 
 def _activities(case: Case, mode: str) -> list[str]:
@@ -215,10 +208,8 @@ def test_message_says_how_to_work_around_it(case, mode):
         assert word in fix[0], f"{word!r} not in {fix[0]!r}"
 
 
-LIST_REASON = ("a Python list inside the function is rejected as 'call to .dtor.list.float64 "
-               "cannot be inlined (recursive?)' with a fix about recursion: misleading (there "
-               "is no recursion, the list's destructor is only referenced by address) and "
-               "without the Python file:line")
+LIST_REASON = ("a Python list inside the function is rejected at capture, before the IR is "
+               "parsed, so the message has no Python file:line")
 
 
 @pytest.mark.xfail(strict=True, reason=LIST_REASON)
