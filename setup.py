@@ -12,6 +12,7 @@ setup(
         "llvmlite>=0.50,<0.51",
         "numpy>=1.24",
     ],
-    extras_require={"test": ["pytest>=7", "pytest-xdist>=3", "filecheck>=1.0", "hypothesis>=6"]},
+    extras_require={"test": ["pytest>=7", "pytest-xdist>=3", "filecheck>=1.0", "hypothesis>=6",
+                             "scipy>=1.10"]},  # scipy: Numba needs it for np.dot (BLAS)
     entry_points={"console_scripts": ["enzyme-py=enzyme_py.cli:main"]},
 )

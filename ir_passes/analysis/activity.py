@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from ..ir.printer import print_function
 from ..ir.types import ArrayType, FloatType, IntType, StructType, Type, VectorType
 from ..ir.values import Argument, Function, Instruction, Value
+from ..diff.blas import dot_operands, is_dot
 from ..diff.memory import NRT_DATA, is_memory_intrinsic, pointer_base
 
 # Opcodes whose (float) result is varied if any operand is.
@@ -102,6 +103,9 @@ def _local_memory_receiving(inst: Instruction, varied: set[Value],
     elif inst.opcode == "call" and is_memory_intrinsic(inst.callee_name or ""):
         ptr, src = inst.operands[0], inst.operands[1]
         active = src in shadowed
+    elif is_dot(inst):
+        _, x, y, ptr = dot_operands(inst)
+        active = x in shadowed or y in shadowed
     else:
         return []
     base = local_memory_base(ptr)

@@ -23,6 +23,7 @@ from ..ir.types import (DOUBLE, I64, PTR, VOID, ArrayType, FloatType, IntType, S
 from ..ir.values import (Argument, Block, Constant, Function, Instruction, Module,
                          Value, const_int, zero)
 from .allocations import allocate_shadow, data_pointer, refcount, shadowed_allocations
+from .blas import DOT, dot_operands, dot_type, is_dot
 from .common import (check_reinterpretation, check_store, describe_memory, fast_math_of,
                      scale)
 from .memory import INERT_CALLS, MEMORY_INTRINSICS, NRT_DATA, is_memory_intrinsic
@@ -261,14 +262,20 @@ class _Forward:
         return s
 
     def _shadow_alloca(self, inst: Instruction) -> Value:
-        if inst.operands or self.width > 1:
-            raise self.diag.unsupported("alloca holding active values (dynamic or vector mode)", inst)
+        """A zeroed stack slot like the primal's (k of them in vector mode)."""
+        if inst.operands:
+            raise self.diag.unsupported("dynamically sized alloca holding active values", inst)
+        lanes = ArrayType(self.width, inst.source_type)  # type: ignore[arg-type]
+        shadow = self._entry_alloca(lanes, zero(lanes), (inst.name or "") + "'")
+        if self.width == 1:
+            return shadow
         with self.b.at_end(self.fn.entry) as b:
-            entry_term = self.fn.entry.instructions.pop()
-            shadow = b.alloca(inst.source_type, (inst.name or "") + "'")  # type: ignore[arg-type]
-            b.store(zero(inst.source_type), shadow)  # type: ignore[arg-type]
-            self.fn.entry.append(entry_term)
-        return shadow
+            term = self.fn.entry.instructions.pop()
+            ptrs = [b.gep(lanes, shadow, [const_int(I64, 0), const_int(I64, j)])
+                    for j in range(self.width)]
+            vec = self._vector_of(ptrs)
+            self.fn.entry.append(term)
+        return vec
 
     def _load_shadow(self, inst: Instruction) -> Value:
         ptr = self.shadows[inst.operands[0]]
@@ -314,8 +321,42 @@ class _Forward:
             return
         if is_memory_intrinsic(name):
             return self._memory_intrinsic(inst, name)
+        if is_dot(inst):
+            return self._dot_tangent(inst)
         raise self.diag.unsupported(f"call to '{name}' with active arguments", inst,
                                     f"register a derivative rule: enzyme_py.register_rule({name!r}, ...)")
+
+    def _dot_tangent(self, inst: Instruction) -> None:
+        """(x . y)' = x' . y + x . y', one more BLAS call per shadowed operand and lane."""
+        t = dot_type(inst)
+        n, x, y, out = dot_operands(inst)
+        if t is None or out not in self.info.shadowed:
+            raise self.diag.unsupported("complex or untracked BLAS dot product", inst)
+        b = self.b
+        scratch = self._entry_alloca(t)
+        for j in range(self.width):
+            total: Value | None = None
+            for sx, sy in ((x, None), (None, y)):
+                shadowed = sx if sx is not None else sy
+                if shadowed not in self.info.shadowed:
+                    continue
+                lane = self._lane(self.shadows[shadowed], j)
+                args = [lane, self._map(y)] if sx is not None else [self._map(x), lane]
+                ops = [self._map(op) for op in inst.operands[:3]] + args + [scratch]
+                b.call(self.module.functions[DOT], ops, inst.type)
+                term = b.load(t, scratch)
+                total = term if total is None else b.fadd(total, term)
+            b.store(total, self._lane(self.shadows[out], j))
+
+    def _entry_alloca(self, t: Type, init: Value | None = None, name: str | None = None) -> Value:
+        """A stack slot made in the entry block (before its terminator), optionally set."""
+        with self.b.at_end(self.fn.entry) as b:
+            term = self.fn.entry.instructions.pop()
+            slot = b.alloca(t, name)
+            if init is not None:
+                b.store(init, slot)
+            self.fn.entry.append(term)
+        return slot
 
     def _memory_intrinsic(self, inst: Instruction, name: str) -> None:
         b = self.b

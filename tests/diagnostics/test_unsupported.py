@@ -58,8 +58,8 @@ def int_view(a):
     return a[0] * 2.0 + b[1]  # diag:int-view
 
 
-def blas_dot(a, b):
-    return np.dot(a, b)  # diag:blas
+def blas_matvec(A, x):
+    return np.dot(A, x).sum()  # diag:blas
 
 
 def parallel_sum(a):
@@ -117,8 +117,8 @@ CASES = [
          ("an array holding active values escapes the function", "store ptr")),
     Case("int-view", int_view, ("dup",), lambda: (np.ones(3),),
          ("integer load from shadowed (float) memory", "load i64")),
-    Case("blas", blas_dot, ("dup", "dup"), lambda: (np.ones(3), np.ones(3)),
-         ("'numba_xxdot'",), hint=("register_rule",), requires="scipy"),
+    Case("blas", blas_matvec, ("dup", "dup"), lambda: (np.ones((2, 3)), np.ones(3)),
+         ("'numba_xxgemv'",), hint=("register_rule",), requires="scipy"),
     Case("parallel", parallel_sum, ("dup",), lambda: (np.ones(3),),
          ("parallel_sum is compiled with parallel=True",), hint=("serial",),
          instruction=False, jit=dict(parallel=True)),

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from ...analysis.cfg import Loop, dominates, dominators, find_loops, reverse_post_order
 from ...errors import UnsupportedError
 from ...ir.values import Argument, Block, Constant, Function, GlobalRef, Instruction, Value
-from ..memory import INERT_CALLS, is_memory_intrinsic, pointer_base
+from ..blas import dot_operands, is_dot
+from ..memory import INERT_CALLS, NRT_DATA, is_memory_intrinsic, pointer_base
 
 _PURE = {"add", "sub", "mul", "shl", "lshr", "ashr", "and", "or", "xor", "icmp", "fcmp",
          "select", "trunc", "zext", "sext", "fptrunc", "fpext", "fptoui", "fptosi", "uitofp",
@@ -161,18 +162,28 @@ def written_bases(fn: Function) -> set[Value] | None:
             name = inst.callee_name or ""
             if name.startswith(INERT_CALLS) or not any(op.type.is_pointer for op in inst.operands):
                 continue
-            targets = [inst.operands[0]] if is_memory_intrinsic(name) else \
-                [op for op in inst.operands if op.type.is_pointer]
+            if is_memory_intrinsic(name):
+                targets = [inst.operands[0]]
+            elif is_dot(inst):
+                targets = [dot_operands(inst)[3]]
+            else:
+                targets = [op for op in inst.operands if op.type.is_pointer]
         else:
             continue
         for t in targets:
             base = pointer_base(t)
-            if not isinstance(base, (Argument, Instruction)) or (
-                    isinstance(base, Instruction) and base.opcode != "alloca"
-                    and not isinstance(base, Argument)):
+            if isinstance(base, GlobalRef):   # Numba's globals are constants (messages)
+                continue
+            if not _known_base(base):
                 return None
             bases.add(base)
     return bases
+
+
+def _known_base(base: Value) -> bool:
+    """Memory we can tell apart from the arguments': their own, stack slots, fresh arrays."""
+    return isinstance(base, Argument) or (isinstance(base, Instruction) and (
+        base.opcode == "alloca" or base.callee_name == NRT_DATA))
 
 
 __all__ = ["InductionVariable", "ReversePlan", "written_bases"]

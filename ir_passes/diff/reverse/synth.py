@@ -33,6 +33,7 @@ from ...ir.types import I32, I64, PTR, VOID, ArrayType, FloatType, IntType, Stru
 from ...ir.values import (FALSE, Argument, Block, Constant, Function, Instruction,
                           Module, Value, const_float, const_int, zero)
 from ..allocations import allocate_shadow, data_pointer, refcount, shadowed_allocations
+from ..blas import axpy_function, dot_operands, dot_type, is_dot
 from ..common import (check_reinterpretation, check_store, describe_memory, fast_math_of,
                       scale)
 from ..memory import INERT_CALLS, MEMORY_INTRINSICS, NRT_DATA, is_memory_intrinsic
@@ -268,7 +269,9 @@ class _Reverse:
             touches = any(o in self.info.shadowed or o in self.info.varied for o in inst.operands)
             if not touches or name.startswith(INERT_CALLS):
                 return
-            if is_memory_intrinsic(name):
+            if is_dot(inst):
+                self._check_dot(inst)
+            elif is_memory_intrinsic(name):
                 if inst.operands[0] not in self.info.shadowed:
                     raise self.diag.unsupported(
                         f"'{name}' copies active values into memory without a shadow "
@@ -283,6 +286,16 @@ class _Reverse:
         elif op in ("extractelement", "insertelement", "shufflevector") \
                 and inst in self.info.varied:
             raise self.diag.unsupported(f"'{op}' on active values in reverse mode", inst)
+
+    def _check_dot(self, inst: Instruction) -> None:
+        _, x, y, out = dot_operands(inst)
+        if dot_type(inst) is None or out not in self.info.shadowed:
+            raise self.diag.unsupported("complex or untracked BLAS dot product", inst)
+        for v in (x, y):
+            if not self.plan.read_only(v):
+                raise self.diag.unsupported(
+                    f"np.dot of an array the function also writes ({describe_memory(self.spec, v)})",
+                    inst, "take the dot product of a copy, or write it as a loop")
 
     def _forward_return(self, inst: Instruction) -> None:
         b = self.b
@@ -561,6 +574,8 @@ class _Reverse:
         op = inst.opcode
         if op == "store":
             return self._adjoint_store(inst)
+        if is_dot(inst) and dot_operands(inst)[3] in self.info.shadowed:
+            return self._adjoint_dot(inst)
         if inst in self.allocs:   # the shadow array is not needed before this point
             return refcount(self.b, self.module, "NRT_decref", self._shadow(inst))
         if op == "call" and is_memory_intrinsic(inst.callee_name or "") \
@@ -636,6 +651,20 @@ class _Reverse:
         if v in self.info.varied and carries_float(v.type):
             self._add_adjoint(v, b.load(v.type, sp))
         b.store(zero(v.type), sp)
+
+    def _adjoint_dot(self, inst: Instruction) -> None:
+        """out = x . y:  x' += g y,  y' += g x,  with g the adjoint in out's shadow."""
+        b = self.b
+        t = dot_type(inst)
+        assert t is not None
+        n, x, y, out = dot_operands(inst)
+        shadow_out = self._shadow(out)
+        g = b.load(t, shadow_out)
+        b.store(zero(t), shadow_out)
+        for v, other in ((x, y), (y, x)):
+            if v in self.info.shadowed:
+                b.call(axpy_function(self.module, t),
+                       [self._avail(n), g, self._avail(other), self._shadow(v)], VOID)
 
     def _adjoint_memory(self, inst: Instruction) -> None:
         """memset: the shadow is zeroed; memcpy/memmove: d_src += d_dst, then d_dst = 0."""

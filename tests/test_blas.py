@@ -1,0 +1,77 @@
+"""np.dot of two vectors (Numba calls BLAS `numba_xxdot`): both modes, against finite
+differences and each other. Numba needs scipy for np.dot; it is a test dependency."""
+import math
+
+import numpy as np
+import pytest
+
+from tests.support.gradcheck import (check_forward, check_inner_product, check_reverse,
+                                     check_vector_forward)
+from tests.support.kernel import Kernel
+
+
+def dot_plus(a, b):
+    return np.dot(a, b) * 2.0 + a[0]
+
+
+def sin_of_square_norm(a):
+    return math.sin(np.dot(a, a))               # the same array on both sides
+
+
+def rows_dot(A, x, out):
+    for i in range(A.shape[0]):
+        out[i] = np.dot(A[i], x)                 # a row of a 2-D array
+
+
+def dot_with_const_weights(a, w):
+    return np.dot(a, w) ** 2
+
+
+def dot_f32(a, b):
+    return np.dot(a, b) * np.float32(3.0)
+
+
+KERNELS = [
+    Kernel("dot_plus", dot_plus, lambda r: (r.random(5), r.random(5))),
+    Kernel("sin_of_square_norm", sin_of_square_norm, lambda r: (r.random(4),)),
+    Kernel("rows_dot", rows_dot, lambda r: (r.random((3, 4)), r.random(4), np.zeros(3)),
+           outputs=(2,)),
+    Kernel("dot_with_const_weights", dot_with_const_weights,
+           lambda r: (r.random(3), r.random(3)), const=(1,)),
+    Kernel("dot_f32", dot_f32, lambda r: (r.random(3).astype(np.float32),
+                                          r.random(3).astype(np.float32))),
+]
+IDS = [k.name for k in KERNELS]
+
+
+@pytest.mark.parametrize("kernel", KERNELS, ids=IDS)
+def test_forward(kernel):
+    check_forward(kernel)
+
+
+@pytest.mark.parametrize("kernel", KERNELS, ids=IDS)
+def test_reverse(kernel):
+    check_reverse(kernel)
+
+
+@pytest.mark.parametrize("kernel", KERNELS, ids=IDS)
+def test_inner_product(kernel):
+    check_inner_product(kernel)
+
+
+@pytest.mark.parametrize("kernel", KERNELS, ids=IDS)
+def test_vector_forward(kernel):
+    check_vector_forward(kernel, 3)
+
+
+def test_dot_of_an_array_written_later_is_refused():
+    from enzyme_py import UnsupportedError, derive_diff
+
+    def f(a, b):
+        s = np.dot(a, b)
+        a[0] = 0.0                               # the reverse pass would need the old a
+        return s
+
+    d = derive_diff(f, None, ("dup", "dup"))
+    with pytest.raises(UnsupportedError, match="np.dot of an array the function also writes"):
+        d(np.ones(3), np.zeros(3), np.ones(3), np.zeros(3))
