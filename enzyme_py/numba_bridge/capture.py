@@ -313,21 +313,28 @@ def _link_raw(root_library, primal: str) -> tuple[llvm.ModuleRef, str]:
 
 
 def _inline_callees(module: llvm.ModuleRef, primal: str) -> None:
+    """Inline every callee into the primal. Functions left over are either called (recursion:
+    refused) or only referenced by address (exception-argument unwrappers, container
+    destructors), which stay as internal definitions."""
     for fn in module.functions:
-        if not fn.is_declaration and fn.name != primal:
+        if not fn.is_declaration and fn.name != primal and \
+                not any(b"noinline" in a for a in fn.attributes):
             fn.add_function_attribute("alwaysinline")
     run_module_passes(module, ("always_inliner", "global_dead_code_eliminate"))
-    leftover = [fn.name for fn in module.functions
-                if not fn.is_declaration and fn.name != primal]
-    if leftover:
-        name = leftover[0]
-        if ".dtor." in name:   # a container's destructor, referenced by address
+    called = _called_functions(module.get_function(primal))
+    for fn in module.functions:
+        if fn.is_declaration or fn.name == primal:
+            continue
+        if fn.name in called:
             raise UnsupportedError(
-                f"a Python list, set or dict inside the function ({name})", function=primal,
-                hint="use NumPy arrays (np.empty) instead of Python containers")
-        raise UnsupportedError(
-            f"call to {name} cannot be inlined (recursive?)", function=primal,
-            hint="avoid recursion in functions to differentiate")
+                f"call to {fn.name} cannot be inlined (recursive?)", function=primal,
+                hint="avoid recursion in functions to differentiate")
+        fn.linkage = "internal"
+
+
+def _called_functions(fn: llvm.ValueRef) -> set[str]:
+    return {list(inst.operands)[-1].name for block in fn.blocks for inst in block.instructions
+            if inst.opcode == "call"}
 
 
 _MD_NODE = re.compile(r"^!(\d+) = (?:distinct )?!(\w+)\((.*)\)$", re.M)

@@ -26,7 +26,11 @@ def shadowed_allocations(fn: Function, info: ActivityInfo,
         if inst.callee_name == NRT_DATA and inst in info.shadowed:
             meminfo = inst.operands[0]
             if not (isinstance(meminfo, Instruction) and meminfo.callee_name in NRT_ALLOC):
-                raise diag.unsupported("active data in an array of unknown origin", inst)
+                origin = meminfo.callee_name if isinstance(meminfo, Instruction) else None
+                raise diag.unsupported(
+                    f"active data in memory allocated by '{origin or 'unknown'}' (the storage "
+                    "of a Python list or other container?)", inst,
+                    "keep active values in NumPy arrays (np.empty), not Python containers")
             allocs.add(meminfo)
     for inst in fn.instructions():
         if any(op in allocs for op in inst.operands) and inst.opcode != "icmp" and \
