@@ -16,7 +16,7 @@ from ..ir.printer import print_function
 from ..ir.types import ArrayType, FloatType, IntType, StructType, Type, VectorType
 from ..ir.values import Argument, Function, Instruction, Value
 from ..diff.blas import dot_operands, is_dot
-from ..diff.memory import NRT_DATA, is_memory_intrinsic, pointer_base
+from ..diff.memory import NRT_DATA, NRT_RAW_ALLOC, is_memory_intrinsic, pointer_base
 
 # Opcodes whose (float) result is varied if any operand is.
 _PROPAGATE = {"fadd", "fsub", "fmul", "fdiv", "frem", "fneg", "fpext", "fptrunc", "select",
@@ -115,7 +115,8 @@ def _local_memory_receiving(inst: Instruction, varied: set[Value],
 def local_memory_base(ptr: Value) -> Instruction | None:
     """The alloca or NRT data pointer `ptr` addresses, if it addresses function-local memory."""
     base = pointer_base(ptr)
-    if isinstance(base, Instruction) and (base.opcode == "alloca" or base.callee_name == NRT_DATA):
+    if isinstance(base, Instruction) and (base.opcode == "alloca" or
+                                          base.callee_name in (NRT_DATA, NRT_RAW_ALLOC)):
         return base
     return None
 

@@ -13,7 +13,7 @@ from ..diagnostics import Diagnostics
 from ..ir.builder import Builder, declare
 from ..ir.types import I1, I8, I32, I64, PTR, VOID
 from ..ir.values import FALSE, Function, Instruction, Module, Value, const_int
-from .memory import NRT_ALLOC, NRT_DATA
+from .memory import NRT_ALLOC, NRT_DATA, NRT_RAW_ALLOC, NRT_RAW_FREE
 
 _REFCOUNT = ("NRT_incref", "NRT_decref")
 
@@ -50,6 +50,18 @@ def allocate_shadow(b: Builder, module: Module, size: Value, align: Value) -> tu
     memset = declare(module, "llvm.memset.p0.i64", VOID, [PTR, I8, I64, I1])
     b.call(memset, [data, const_int(I8, 0), size, FALSE], VOID)
     return meminfo, data
+
+
+def allocate_raw_shadow(b: Builder, module: Module, size: Value) -> Value:
+    """A zeroed raw buffer like one from `NRT_Allocate`."""
+    data = b.call(declare(module, NRT_RAW_ALLOC, PTR, [I64]), [size], PTR)
+    memset = declare(module, "llvm.memset.p0.i64", VOID, [PTR, I8, I64, I1])
+    b.call(memset, [data, const_int(I8, 0), size, FALSE], VOID)
+    return data
+
+
+def free_raw(b: Builder, module: Module, data: Value) -> None:
+    b.call(declare(module, NRT_RAW_FREE, VOID, [PTR]), [data], VOID)
 
 
 def data_pointer(b: Builder, module: Module, meminfo: Value) -> Value:

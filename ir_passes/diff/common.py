@@ -48,6 +48,19 @@ def check_reinterpretation(diag: Diagnostics, info: ActivityInfo, inst: Instruct
                                "use math functions instead of bit manipulation")
 
 
+def check_pointer_to_int(diag: Diagnostics, primal: Function, info: ActivityInfo,
+                         inst: Instruction) -> None:
+    """An address of shadowed memory may become an integer (Numba compares addresses to
+    detect overlapping arrays) only if no integer becomes a pointer again: a pointer rebuilt
+    from an integer could address shadowed memory without its shadow being known."""
+    if inst.opcode != "ptrtoint" or inst.operands[0] not in info.shadowed:
+        return
+    rebuilt = next((i for i in primal.instructions() if i.opcode == "inttoptr"), None)
+    if rebuilt is not None:
+        raise diag.unsupported("an address of shadowed memory turned into an integer, in a "
+                               "function that turns integers into pointers", rebuilt)
+
+
 def describe_memory(spec: DiffSpec, ptr: Value) -> str:
     """What memory `ptr` addresses, in the user's terms (for error messages)."""
     base = pointer_base(ptr)

@@ -22,11 +22,13 @@ from ..ir.types import (DOUBLE, I64, PTR, VOID, ArrayType, FloatType, IntType, S
                         VectorType)
 from ..ir.values import (Argument, Block, Constant, Function, Instruction, Module,
                          Value, const_int, zero)
-from .allocations import allocate_shadow, data_pointer, refcount, shadowed_allocations
+from .allocations import (allocate_raw_shadow, allocate_shadow, data_pointer, free_raw, refcount,
+                          shadowed_allocations)
 from .blas import DOT, dot_operands, dot_type, is_dot
-from .common import (check_reinterpretation, check_store, describe_memory, fast_math_of,
+from .common import (check_pointer_to_int, check_reinterpretation, check_store, describe_memory, fast_math_of,
                      scale)
-from .memory import INERT_CALLS, MEMORY_INTRINSICS, NRT_DATA, is_memory_intrinsic
+from .memory import (INERT_CALLS, MEMORY_INTRINSICS, NRT_DATA, NRT_RAW_ALLOC, NRT_RAW_FREE,
+                     is_memory_intrinsic)
 from .returns import ReturnSlot, find_return_type, pack_results
 from .rules import lookup
 from .rules.emitter import MathEmitter
@@ -153,8 +155,8 @@ class _Forward:
             check_reinterpretation(self.diag, self.info, inst)
         elif inst.opcode == "call":
             self._inactive_call(inst)
-        elif inst.opcode == "alloca" or inst.opcode in ("ptrtoint", "inttoptr"):
-            self._check_escape(inst)
+        elif inst.opcode == "ptrtoint":
+            check_pointer_to_int(self.diag, self.primal, self.info, inst)
 
     def _map(self, v: Value) -> Value:
         return self.vmap.get(v, v)
@@ -235,6 +237,11 @@ class _Forward:
         elif inst.callee_name == NRT_DATA:
             self.shadows[inst] = self._lanes_of(data_pointer(
                 b, self.module, self.meminfo_shadows[inst.operands[0]]), inst.operands[0])
+        elif inst.callee_name == NRT_RAW_ALLOC:
+            size = self._map(inst.operands[0])
+            total = size if self.width == 1 else b.mul(size, const_int(I64, self.width))
+            self.alloc_sizes[inst] = size
+            self.shadows[inst] = self._lanes_of(allocate_raw_shadow(b, self.module, total), inst)
         else:
             raise self.diag.unsupported(f"pointer produced by '{op}' into shadowed memory", inst)
 
@@ -316,6 +323,8 @@ class _Forward:
         name = inst.callee_name or ""
         if name in ("NRT_incref", "NRT_decref") and inst.operands[0] in self.meminfo_shadows:
             refcount(self.b, self.module, name, self.meminfo_shadows[inst.operands[0]])
+        if name == NRT_RAW_FREE and inst.operands[0] in self.shadows:
+            return free_raw(self.b, self.module, self._lane(self.shadows[inst.operands[0]], 0))
         touches = [op for op in inst.operands if op in self.info.shadowed or op in self.info.varied]
         if not touches or name.startswith(INERT_CALLS):
             return
@@ -380,10 +389,6 @@ class _Forward:
 
     def _declare_memset(self) -> Function:
         return declare(self.module, "llvm.memset.p0.i64", VOID, [PTR, IntType(8), I64, IntType(1)])
-
-    def _check_escape(self, inst: Instruction) -> None:
-        if any(op in self.info.shadowed for op in inst.operands):
-            raise self.diag.unsupported(f"'{inst.opcode}' of a pointer into shadowed memory", inst)
 
     # ------------------------------------------------------------ control flow
     def _phi(self, inst: Instruction) -> None:

@@ -17,6 +17,8 @@ INERT_CALLS = ("llvm.lifetime.", "llvm.assume", "llvm.experimental.noalias.scope
 # Numba's runtime: allocation of array memory (meminfo) and the data pointer of a meminfo.
 NRT_ALLOC = ("NRT_MemInfo_alloc_aligned", "NRT_MemInfo_alloc_safe_aligned")
 NRT_DATA = "NRT_MemInfo_data_fast"
+# Raw buffers (no meminfo), e.g. the temporary copy of an overlapping slice assignment.
+NRT_RAW_ALLOC, NRT_RAW_FREE = "NRT_Allocate", "NRT_Free"
 
 
 def is_memory_intrinsic(name: str) -> bool:

@@ -18,7 +18,7 @@ from ...analysis.cfg import Loop, dominates, dominators, find_loops, reverse_pos
 from ...errors import UnsupportedError
 from ...ir.values import Argument, Block, Constant, Function, GlobalRef, Instruction, Value
 from ..blas import dot_operands, is_dot
-from ..memory import INERT_CALLS, NRT_DATA, is_memory_intrinsic, pointer_base
+from ..memory import INERT_CALLS, NRT_DATA, NRT_RAW_ALLOC, is_memory_intrinsic, pointer_base
 
 _PURE = {"add", "sub", "mul", "shl", "lshr", "ashr", "and", "or", "xor", "icmp", "fcmp",
          "select", "trunc", "zext", "sext", "fptrunc", "fpext", "fptoui", "fptosi", "uitofp",
@@ -183,7 +183,7 @@ def written_bases(fn: Function) -> set[Value] | None:
 def _known_base(base: Value) -> bool:
     """Memory we can tell apart from the arguments': their own, stack slots, fresh arrays."""
     return isinstance(base, Argument) or (isinstance(base, Instruction) and (
-        base.opcode == "alloca" or base.callee_name == NRT_DATA))
+        base.opcode == "alloca" or base.callee_name in (NRT_DATA, NRT_RAW_ALLOC)))
 
 
 __all__ = ["InductionVariable", "ReversePlan", "written_bases"]

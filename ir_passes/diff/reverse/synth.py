@@ -32,11 +32,13 @@ from ...ir.clone import clone_instruction
 from ...ir.types import I32, I64, PTR, VOID, ArrayType, FloatType, IntType, StructType, Type
 from ...ir.values import (FALSE, Argument, Block, Constant, Function, Instruction,
                           Module, Value, const_float, const_int, zero)
-from ..allocations import allocate_shadow, data_pointer, refcount, shadowed_allocations
+from ..allocations import (allocate_raw_shadow, allocate_shadow, data_pointer, free_raw, refcount,
+                           shadowed_allocations)
 from ..blas import axpy_function, dot_operands, dot_type, is_dot
-from ..common import (check_reinterpretation, check_store, describe_memory, fast_math_of,
+from ..common import (check_pointer_to_int, check_reinterpretation, check_store, describe_memory, fast_math_of,
                       scale)
-from ..memory import INERT_CALLS, MEMORY_INTRINSICS, NRT_DATA, is_memory_intrinsic
+from ..memory import (INERT_CALLS, MEMORY_INTRINSICS, NRT_DATA, NRT_RAW_ALLOC, NRT_RAW_FREE,
+                      is_memory_intrinsic)
 from ..returns import ReturnSlot, find_return_type, is_exceptional_return, pack_results
 from ..rules import lookup
 from ..rules.emitter import MathEmitter
@@ -242,6 +244,8 @@ class _Reverse:
             return self._fshadow_of(inst.operands[0], inst)
         if inst.callee_name == NRT_DATA:
             return data_pointer(b, self.module, self.fshadow[inst.operands[0]])
+        if inst.callee_name == NRT_RAW_ALLOC:    # released in the reverse of this call
+            return allocate_raw_shadow(b, self.module, self._map(inst.operands[0]))
         if op == "alloca":
             if inst.operands:
                 raise self.diag.unsupported("dynamic alloca holding active values", inst)
@@ -267,7 +271,7 @@ class _Reverse:
         elif op == "call":
             name = inst.callee_name or ""
             touches = any(o in self.info.shadowed or o in self.info.varied for o in inst.operands)
-            if not touches or name.startswith(INERT_CALLS):
+            if not touches or name.startswith(INERT_CALLS) or name == NRT_RAW_FREE:
                 return
             if is_dot(inst):
                 self._check_dot(inst)
@@ -279,8 +283,8 @@ class _Reverse:
             elif lookup(math_rule_name(name, inst.type)) is None:
                 raise self.diag.unsupported(f"call to '{name}' with active arguments", inst,
                                             f"register a derivative rule: enzyme_py.register_rule({name!r}, ...)")
-        elif op in ("ptrtoint", "inttoptr") and any(o in self.info.shadowed for o in inst.operands):
-            raise self.diag.unsupported(f"'{op}' of a pointer into shadowed memory", inst)
+        elif op == "ptrtoint":
+            check_pointer_to_int(self.diag, self.primal, self.info, inst)
         elif op == "bitcast":
             check_reinterpretation(self.diag, self.info, inst)
         elif op in ("extractelement", "insertelement", "shufflevector") \
@@ -578,6 +582,8 @@ class _Reverse:
             return self._adjoint_dot(inst)
         if inst in self.allocs:   # the shadow array is not needed before this point
             return refcount(self.b, self.module, "NRT_decref", self._shadow(inst))
+        if inst.callee_name == NRT_RAW_ALLOC and inst in self.info.shadowed:
+            return free_raw(self.b, self.module, self._shadow(inst))
         if op == "call" and is_memory_intrinsic(inst.callee_name or "") \
                 and inst.operands[0] in self.info.shadowed:
             return self._adjoint_memory(inst)
