@@ -75,6 +75,7 @@ from ir_passes.ir.values import Function, Instruction, Module, const_int
 from .activities import check_types, parse_spec, return_activity
 from .numba_bridge.capture import capture
 from .numba_bridge.link import llvm_abi
+from .specialize import result_type
 
 __all__ = ["STAGES", "Inspection", "InspectionError", "Target", "inspect", "inspection",
            "load_python_target", "parse_sizes", "parse_types", "render_dot", "source_summary"]
@@ -397,7 +398,7 @@ def _numba_target(f, activities, mode, argtypes, ret, return_primal, width) -> T
     check_types(spec, primal_types)
     cap = capture(primal, primal_types)
     ret_act = return_activity(spec, cap.restype)
-    restype = _result_type(spec, cap.restype, ret_act, primal_types)
+    restype = result_type(spec, cap.restype, ret_act, primal_types)
     _, ret_text = llvm_abi((), restype)
     params = []
     for layout, act in zip(cap.params, spec.activities):
@@ -444,19 +445,6 @@ def _argument_types(primal: Dispatcher, argtypes) -> tuple:
     if isinstance(argtypes, str):
         return parse_types(argtypes)
     return tuple(argtypes)
-
-
-def _result_type(spec, prim_ret, ret_act: Activity, primal_types: tuple):
-    """The derivative's Numba result type (as `Specializer` declares it)."""
-    if spec.mode == "reverse":
-        grads = types.Tuple(tuple(t for t, a in zip(primal_types, spec.activities)
-                                  if a is Activity.ACTIVE))
-        return types.Tuple((prim_ret, grads)) if spec.return_primal else grads
-    if not ret_act.is_differentiated:
-        return prim_ret
-    if spec.width > 1:
-        return types.none if ret_act is Activity.DUPNONEED else prim_ret
-    return prim_ret if ret_act is Activity.DUPNONEED else types.UniTuple(prim_ret, 2)
 
 
 # ---------------------------------------------------------------- LLVM IR front end

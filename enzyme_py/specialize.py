@@ -124,7 +124,7 @@ class Specializer:
         check_types(self.spec, primal_types)
         cap = capture(self.primal, primal_types)
         ret_act = return_activity(self.spec, cap.restype)
-        restype = self._result_type(cap.restype, ret_act, primal_types)
+        restype = result_type(self.spec, cap.restype, ret_act, primal_types)
         _, ret_text = llvm_abi((), restype)
         module = parse_module(cap.module_text)
         stages = Stages(", ".join(str(t) for t in primal_types))
@@ -150,18 +150,6 @@ class Specializer:
         self.stages[primal_types] = stages
         stages.module_text = text
         return Built(text, symbol, restype, (cap.library,))
-
-    def _result_type(self, prim_ret, ret_act: Activity, primal_types: tuple):
-        spec = self.spec
-        if spec.mode == "reverse":
-            grads = types.Tuple(tuple(t for t, a in zip(primal_types, spec.activities)
-                                      if a is Activity.ACTIVE))
-            return types.Tuple((prim_ret, grads)) if spec.return_primal else grads
-        if not ret_act.is_differentiated:
-            return prim_ret
-        if spec.width > 1:
-            return types.none if ret_act is Activity.DUPNONEED else prim_ret
-        return prim_ret if ret_act is Activity.DUPNONEED else types.UniTuple(prim_ret, 2)
 
     def _param_specs(self, cap) -> tuple[ParamSpec, ...]:
         out = []
@@ -191,6 +179,21 @@ class Specializer:
                 text = st.texts[key] = optimize(st.module_text)
             parts.append(f"; {self.name} ({st.signature}) -- {stage}\n{text}")
         return "\n".join(parts)
+
+
+def result_type(spec: ActivitySpec, prim_ret, ret_act: Activity, primal_types: tuple):
+    """The Numba type of what the derivative returns (API.md), before the wrapper adds the
+    width-k tangent array: reverse, the gradients of active scalars (with the primal value
+    when asked); forward, the value and/or tangent of the return."""
+    if spec.mode == "reverse":
+        grads = types.Tuple(tuple(t for t, a in zip(primal_types, spec.activities)
+                                  if a is Activity.ACTIVE))
+        return types.Tuple((prim_ret, grads)) if spec.return_primal else grads
+    if not ret_act.is_differentiated:
+        return prim_ret
+    if spec.width > 1:
+        return types.none if ret_act is Activity.DUPNONEED else prim_ret
+    return prim_ret if ret_act is Activity.DUPNONEED else types.UniTuple(prim_ret, 2)
 
 
 def _llvm_dtype(dtype):
@@ -282,4 +285,4 @@ def _check_lanes(primal, tangent, width, name):
     return impl_scalar
 
 
-__all__ = ["STAGES", "Specializer", "check_disjoint", "check_lanes", "check_shadow"]
+__all__ = ["STAGES", "Specializer", "result_type", "check_disjoint", "check_lanes", "check_shadow"]
