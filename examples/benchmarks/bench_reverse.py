@@ -110,40 +110,6 @@ def heat_step_split(u, out, r):
                                        + u[i, j + 1] - 4.0 * u[i, j])
 
 
-def gmm_loglik(x, mu, log_sigma, logit_w):
-    """Log-likelihood of x (n, d) under a diagonal Gaussian mixture of K components.
-    Allocates a K-vector of per-component log densities."""
-    n, d = x.shape
-    K = mu.shape[0]
-    m = logit_w[0]
-    for k in range(1, K):
-        if logit_w[k] > m:
-            m = logit_w[k]
-    z = 0.0
-    for k in range(K):
-        z += math.exp(logit_w[k] - m)
-    log_norm = m + math.log(z)
-    lp = np.empty(K)
-    total = 0.0
-    for i in range(n):
-        best = -1e300
-        for k in range(K):
-            q = 0.0
-            ls = 0.0
-            for j in range(d):
-                r = (x[i, j] - mu[k, j]) * math.exp(-log_sigma[k, j])
-                q += r * r
-                ls += log_sigma[k, j]
-            lp[k] = logit_w[k] - log_norm - 0.5 * q - ls
-            if lp[k] > best:
-                best = lp[k]
-        s = 0.0
-        for k in range(K):
-            s += math.exp(lp[k] - best)
-        total += best + math.log(s)
-    return total - n * d * LOG_SQRT_2PI
-
-
 def gmm_loglik_scratch(x, mu, log_sigma, logit_w, lp):
     """`gmm_loglik` without allocation: `lp` (K,) is a caller-provided scratch buffer."""
     n, d = x.shape
@@ -174,6 +140,15 @@ def gmm_loglik_scratch(x, mu, log_sigma, logit_w, lp):
             s += math.exp(lp[k] - best)
         total += best + math.log(s)
     return total - n * d * LOG_SQRT_2PI
+
+
+_gmm_loglik_scratch = numba.njit(gmm_loglik_scratch)
+
+
+def gmm_loglik(x, mu, log_sigma, logit_w):
+    """Log-likelihood of x (n, d) under a diagonal Gaussian mixture of K components.
+    Allocates the K-vector of per-component log densities (and calls an @njit function)."""
+    return _gmm_loglik_scratch(x, mu, log_sigma, logit_w, np.empty(mu.shape[0]))
 
 
 # --------------------------------------------------------------------------- hand-written adjoints
