@@ -15,7 +15,7 @@ import numba
 import numpy as np
 import pytest
 
-from enzyme_py import autodiff, derive_diff
+from enzyme_py import UnsupportedError, autodiff, derive_diff
 
 
 # --------------------------------------------------------------------------------- functions
@@ -434,3 +434,36 @@ def test_reverse_rejects_an_output_aliasing_an_input():
     a = A.copy()
     with pytest.raises(ValueError):
         d(a, np.zeros(4), a, np.zeros(4))
+
+
+def test_hessian_vector_product_reverse_over_forward():
+    """Derivatives are Numba functions: reverse mode over a forward derivative gives H v."""
+    def f(x, y):
+        return x * x * y + math.sin(x * y)
+
+    fwd = derive_diff(f, None, ("dup", "dup"), mode="forward")
+
+    @numba.njit
+    def directional(x, y, vx, vy):
+        return fwd(x, vx, y, vy)[1]
+
+    hvp = derive_diff(directional, None, ("active", "active", "const", "const"))
+    x, y, vx, vy = 1.0, 2.0, 0.3, -0.7
+    c, s = math.cos(x * y), math.sin(x * y)
+    hxx, hxy, hyy = 2 * y - y * y * s, 2 * x + c - x * y * s, -x * x * s
+    assert hvp(x, y, vx, vy) == pytest.approx((hxx * vx + hxy * vy, hxy * vx + hyy * vy),
+                                              rel=1e-12)
+
+
+def test_forward_over_reverse_is_refused_with_the_alternative():
+    rev = derive_diff(lambda a: (a * a).sum(), None, ("dup",))
+
+    @numba.njit
+    def gradient_sum(a, da):
+        da[:] = 0.0
+        rev(a, da)
+        return da.sum()
+
+    d = derive_diff(gradient_sum, None, ("dup", "dup"), mode="forward")
+    with pytest.raises(UnsupportedError, match="forward over reverse is not supported"):
+        d(np.ones(3), np.ones(3), np.zeros(3), np.zeros(3))

@@ -313,19 +313,21 @@ def _link_raw(root_library, primal: str) -> tuple[llvm.ModuleRef, str]:
 
 
 def _inline_callees(module: llvm.ModuleRef, primal: str) -> None:
-    """Inline every callee into the primal. Functions left over are either called (recursion:
-    refused) or only referenced by address (exception-argument unwrappers, container
-    destructors), which stay as internal definitions."""
+    """Inline every callee into the primal. Functions left over are called but marked
+    noinline (they stay calls, which the pass judges like any call), called otherwise
+    (recursion: refused), or only referenced by address (exception-argument unwrappers,
+    container destructors); those kept become internal definitions."""
+    never_inline = {fn.name for fn in module.functions
+                    if any(b"noinline" in a for a in fn.attributes)}
     for fn in module.functions:
-        if not fn.is_declaration and fn.name != primal and \
-                not any(b"noinline" in a for a in fn.attributes):
+        if not fn.is_declaration and fn.name != primal and fn.name not in never_inline:
             fn.add_function_attribute("alwaysinline")
     run_module_passes(module, ("always_inliner", "global_dead_code_eliminate"))
     called = _called_functions(module.get_function(primal))
     for fn in module.functions:
         if fn.is_declaration or fn.name == primal:
             continue
-        if fn.name in called:
+        if fn.name in called and fn.name not in never_inline:
             raise UnsupportedError(
                 f"call to {fn.name} cannot be inlined (recursive?)", function=primal,
                 hint="avoid recursion in functions to differentiate")

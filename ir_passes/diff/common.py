@@ -7,6 +7,7 @@ from ..diagnostics import Diagnostics
 from ..ir.builder import Builder
 from ..ir.values import Argument, ConstFloat, Function, Instruction, Value
 from .memory import pointer_base
+from .reverse.tape import TAPE_PREFIX
 from .spec import DiffSpec
 
 FAST_MATH_FLAGS = frozenset({"fast", "nnan", "ninf", "nsz", "arcp", "contract", "afn", "reassoc"})
@@ -70,4 +71,23 @@ def describe_memory(spec: DiffSpec, ptr: Value) -> str:
             return f"array '{p.name}' is {p.activity.value}"
     if isinstance(base, Instruction) and base.opcode == "call":
         return f"memory returned by '{base.callee_name}'"
+    if _from_tape(ptr):
+        return ("the tape of a reverse-mode derivative: forward over reverse is not supported, "
+                "differentiate the forward derivative in reverse mode instead")
     return "memory of unknown origin"
+
+
+def _from_tape(ptr: Value) -> bool:
+    """Whether `ptr` derives from a reverse-mode tape (a derivative being differentiated)."""
+    seen: set[int] = set()
+    work = [ptr]
+    while work:
+        v = work.pop()
+        if id(v) in seen or not isinstance(v, Instruction):
+            continue
+        seen.add(id(v))
+        if v.opcode == "call" and (v.callee_name or "").startswith(TAPE_PREFIX):
+            return True
+        if v.opcode in ("getelementptr", "phi", "select", "extractvalue"):
+            work.extend(v.operands)
+    return False

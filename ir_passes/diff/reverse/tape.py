@@ -16,7 +16,8 @@ from ...ir.types import I8, I64, PTR, VOID, FunctionType, StructType, Type
 from ...ir.values import Block, Constant, Function, Instruction, Module, Value, const_int
 
 SLOT = 8
-GROW_FUNCTION = "enzyme_py.tape.grow"
+TAPE_PREFIX = "enzyme_py.tape."
+GROW_FUNCTION = TAPE_PREFIX + "grow"
 _STATE = StructType((PTR, PTR, PTR))
 
 
