@@ -7,9 +7,9 @@ function) for the adjoint `g` read from `out`'s shadow.
 """
 from __future__ import annotations
 
-from ..ir.builder import Builder, add_incoming
+from ..ir.builder import Builder, counted_loop
 from ..ir.types import DOUBLE, FLOAT, I64, PTR, VOID, FloatType, FunctionType
-from ..ir.values import ConstInt, Function, Instruction, Module, Value, const_int
+from ..ir.values import ConstInt, Function, Instruction, Module, Value
 
 DOT = "numba_xxdot"
 _KINDS = {ord("d"): DOUBLE, ord("s"): FLOAT}
@@ -40,18 +40,13 @@ def axpy_function(module: Module, t: FloatType) -> Function:
     fn = Function(name, FunctionType(VOID, (I64, t, PTR, PTR)), ["n", "g", "src", "dst"],
                   linkage="internal")
     n, g, src, dst = fn.args
-    entry, loop, done = fn.add_block("entry"), fn.add_block("loop"), fn.add_block("done")
-    b = Builder(entry)
-    b.cbr(b.icmp("sle", n, const_int(I64, 0)), done, loop)
-    b.position_at_end(loop)
-    i = b.phi(I64, "i")
-    at = b.gep(t, dst, [i])
-    b.store(b.fadd(b.load(t, at), b.fmul(g, b.load(t, b.gep(t, src, [i])))), at)
-    nxt = b.add(i, const_int(I64, 1))
-    b.cbr(b.icmp("eq", nxt, n), done, loop)
-    add_incoming(i, const_int(I64, 0), entry)
-    add_incoming(i, nxt, loop)
-    b.position_at_end(done)
+
+    def axpy(b: Builder, i: Value) -> None:
+        at = b.gep(t, dst, [i])
+        b.store(b.fadd(b.load(t, at), b.fmul(g, b.load(t, b.gep(t, src, [i])))), at)
+
+    b = Builder(fn.add_block("entry"))
+    counted_loop(b, n, axpy)
     b.ret()
     module.add_function(fn)
     return fn

@@ -6,7 +6,7 @@ assertion at the faulty call rather than as an LLVM verifier failure later.
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 from .types import (I1, I64, PTR, VOID, ArrayType, FunctionType, IntType, StructType, Type,
                     VectorType)
@@ -191,6 +191,25 @@ class Builder:
 
     def unreachable(self) -> Instruction:
         return self.insert(Instruction("unreachable", VOID, []))
+
+
+def counted_loop(b: Builder, count: Value, body: Callable[[Builder, Value], None]) -> None:
+    """Emit `for i in range(count): body(b, i)` at the end of `b`'s block (a terminator-free
+    block of a function); `b` is left at the end of the loop's exit block."""
+    fn = b.block.function  # type: ignore[union-attr]
+    assert fn is not None
+    entry = b.block
+    loop, done = fn.add_block("loop"), fn.add_block("done")
+    zero_ = Constant(count.type, "0")
+    b.cbr(b.icmp("sle", count, zero_), done, loop)
+    b.position_at_end(loop)
+    i = b.phi(count.type, "i")
+    body(b, i)
+    nxt = b.add(i, Constant(count.type, "1"))
+    b.cbr(b.icmp("eq", nxt, count), done, loop)
+    add_incoming(i, zero_, entry)  # type: ignore[arg-type]
+    add_incoming(i, nxt, b.block)  # type: ignore[arg-type]
+    b.position_at_end(done)
 
 
 def add_incoming(phi: Instruction, value: Value, block: Block) -> None:

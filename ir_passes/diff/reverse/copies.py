@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from ...analysis.types import MemoryTypes
 from ...diagnostics import Diagnostics
-from ...ir.builder import Builder, add_incoming
+from ...ir.builder import Builder, counted_loop
 from ...ir.types import I64, PTR, VOID, FloatType, FunctionType, size_of
-from ...ir.values import Function, Instruction, Module, const_int, zero
+from ...ir.values import Function, Instruction, Module, Value, const_int, zero
 
 
 def copy_element_type(types: MemoryTypes, copy: Instruction, diag: Diagnostics) -> FloatType:
@@ -30,20 +30,14 @@ def copy_adjoint_function(module: Module, t: FloatType) -> Function:
     fn = Function(name, FunctionType(VOID, (PTR, PTR, I64)), ["d_src", "d_dst", "bytes"],
                   linkage="internal")
     d_src, d_dst, nbytes = fn.args
-    entry, loop, done = fn.add_block("entry"), fn.add_block("loop"), fn.add_block("done")
-    b = Builder(entry)
-    count = b.binop("udiv", nbytes, const_int(I64, size_of(t)))
-    b.cbr(b.icmp("eq", count, const_int(I64, 0)), done, loop)
-    b.position_at_end(loop)
-    i = b.phi(I64, "i")
-    dst_at, src_at = b.gep(t, d_dst, [i]), b.gep(t, d_src, [i])
-    b.store(b.fadd(b.load(t, src_at), b.load(t, dst_at)), src_at)
-    b.store(zero(t), dst_at)
-    nxt = b.add(i, const_int(I64, 1))
-    b.cbr(b.icmp("eq", nxt, count), done, loop)
-    add_incoming(i, const_int(I64, 0), entry)
-    add_incoming(i, nxt, loop)
-    b.position_at_end(done)
+
+    def accumulate(b: Builder, i: Value) -> None:
+        dst_at, src_at = b.gep(t, d_dst, [i]), b.gep(t, d_src, [i])
+        b.store(b.fadd(b.load(t, src_at), b.load(t, dst_at)), src_at)
+        b.store(zero(t), dst_at)
+
+    b = Builder(fn.add_block("entry"))
+    counted_loop(b, b.binop("udiv", nbytes, const_int(I64, size_of(t))), accumulate)
     b.ret()
     module.add_function(fn)
     return fn
