@@ -55,11 +55,9 @@ from numba.core.dispatcher import Dispatcher
 
 from ir_passes.analysis.activity import ActivityInfo, analyze_activity, print_activity
 from ir_passes.analysis.cfg_dot import cfg_dot
-from ir_passes.canonicalize import (canonicalize_module, optimize, parse, run_module_passes,
-                                    verify)
-from ir_passes.diff.forward import synthesize_forward
+from ir_passes.canonicalize import canonicalize_module, optimize, parse, run_module_passes
 from ir_passes.diff.returns import find_return_type
-from ir_passes.diff.reverse.synth import synthesize_reverse
+from ir_passes.diff.driver import differentiate
 from ir_passes.diff.reverse.tape_report import TapeReport, print_tape, tape_report, taped_slots
 from ir_passes.diff.seeds import activity_seeds
 from ir_passes.diff.spec import Activity, DiffSpec, ParamSpec
@@ -227,15 +225,7 @@ class Inspection:
     def _synthesized(self) -> tuple[Function, str]:
         """(derivative function, its verified module text without the primal)."""
         module = parse_module(self.target.canonical_text)
-        synthesize = synthesize_forward if self.spec.mode == "forward" else synthesize_reverse
-        fn = synthesize(module, self.spec)
-        del module.functions[self.spec.primal]
-        text = print_module(module)
-        try:
-            verify(text)
-        except InvalidIRError as exc:
-            raise InvalidIRError(f"enzyme_py produced invalid IR for {self.target.title}; "
-                                 f"this is a bug.\n{exc}") from None
+        fn, text = differentiate(module, self.spec, self.target.title)
         return fn, text
 
     @property

@@ -14,15 +14,14 @@ from numba.core.errors import TypingError
 from numba.extending import overload, register_jitable
 
 from ir_passes.analysis.activity import analyze_activity, print_activity
-from ir_passes.canonicalize import optimize, verify
-from ir_passes.diff.forward import synthesize_forward
-from ir_passes.diff.reverse.synth import synthesize_reverse
+from ir_passes.canonicalize import optimize
+from ir_passes.diff.driver import differentiate
 from ir_passes.diff.reverse.plan import written_bases
 from ir_passes.diff.seeds import activity_seeds
 from ir_passes.diff.spec import ARRAY_DATA, Activity, DiffSpec, ParamSpec
-from ir_passes.errors import ActivityError, InvalidIRError
+from ir_passes.errors import ActivityError
 from ir_passes.ir.parser import parse_module, parse_type
-from ir_passes.ir.printer import print_function, print_module
+from ir_passes.ir.printer import print_function
 from ir_passes.ir.types import DOUBLE, FLOAT, IntType
 
 from .activities import ActivitySpec, check_types, return_activity
@@ -137,16 +136,8 @@ class Specializer:
                          ret_type=None if restype == types.none else parse_type(ret_text),
                          width=self.spec.width, return_primal=self.spec.return_primal)
         stages.texts["activity"] = self._activity_text(module, dspec)
-        synthesize = synthesize_forward if self.spec.mode == "forward" else synthesize_reverse
-        fn = synthesize(module, dspec)
-        del module.functions[cap.func_name]
+        fn, text = differentiate(module, dspec, f"{self.name} ({stages.signature})")
         stages.texts["derivative"] = print_function(fn)
-        text = print_module(module)
-        try:
-            verify(text)
-        except InvalidIRError as exc:
-            raise InvalidIRError(f"enzyme_py produced invalid IR for {self.name} "
-                                 f"({stages.signature}); this is a bug.\n{exc}") from None
         self.stages[primal_types] = stages
         stages.module_text = text
         return Built(text, symbol, restype, (cap.library,))

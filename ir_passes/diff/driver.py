@@ -1,0 +1,28 @@
+"""The one entry point front ends call: synthesize, drop the primal, print, verify."""
+from __future__ import annotations
+
+from ..canonicalize import verify
+from ..errors import InvalidIRError
+from ..ir.printer import print_module
+from ..ir.values import Function, Module
+from .forward import synthesize_forward
+from .reverse.synth import synthesize_reverse
+from .spec import DiffSpec
+
+
+def differentiate(module: Module, spec: DiffSpec, what: str) -> tuple[Function, str]:
+    """Synthesize the derivative `spec` describes into `module`, drop the primal, and return
+    the derivative with the verified module text. `what` names it in a verifier failure."""
+    synthesize = synthesize_forward if spec.mode == "forward" else synthesize_reverse
+    fn = synthesize(module, spec)
+    del module.functions[spec.primal]
+    text = print_module(module)
+    try:
+        verify(text)
+    except InvalidIRError as exc:
+        raise InvalidIRError(f"enzyme_py produced invalid IR for {what}; this is a bug.\n"
+                             f"{exc}") from None
+    return fn, text
+
+
+__all__ = ["differentiate"]
