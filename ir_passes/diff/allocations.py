@@ -9,6 +9,7 @@ is released.
 from __future__ import annotations
 
 from ..analysis.activity import ActivityInfo
+from ..analysis.pointer_stores import never_reloaded
 from ..diagnostics import Diagnostics
 from ..ir.builder import Builder, declare
 from ..ir.types import I1, I8, I32, I64, PTR, VOID
@@ -34,7 +35,8 @@ def shadowed_allocations(fn: Function, info: ActivityInfo,
             allocs.add(meminfo)
     for inst in fn.instructions():
         if any(op in allocs for op in inst.operands) and inst.opcode != "icmp" and \
-                inst.callee_name not in (NRT_DATA, *_REFCOUNT):
+                inst.callee_name not in (NRT_DATA, *_REFCOUNT) and \
+                not (inst.opcode == "store" and never_reloaded(fn, inst)):
             raise diag.unsupported("an array holding active values escapes the function "
                                    "(returned, stored or passed to a call)", inst,
                                    "write the result into an output array argument marked "

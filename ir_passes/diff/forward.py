@@ -25,8 +25,8 @@ from ..ir.values import (Argument, Block, Constant, Function, Instruction, Modul
 from .allocations import (allocate_raw_shadow, allocate_shadow, data_pointer, free_raw, refcount,
                           shadowed_allocations)
 from .blas import DOT, dot_operands, dot_type, is_dot
-from .common import (check_pointer_to_int, check_reinterpretation, check_store, describe_memory, fast_math_of,
-                     scale)
+from .common import (check_pointer_to_int, check_reinterpretation, check_store,
+                     describe_memory, fast_math_of, scale, unknown_shadow_pointer)
 from .memory import (INERT_CALLS, MEMORY_INTRINSICS, NRT_DATA, NRT_RAW_ALLOC, NRT_RAW_FREE,
                      is_memory_intrinsic)
 from .returns import ReturnSlot, find_return_type, pack_results
@@ -243,7 +243,7 @@ class _Forward:
             self.alloc_sizes[inst] = size
             self.shadows[inst] = self._lanes_of(allocate_raw_shadow(b, self.module, total), inst)
         else:
-            raise self.diag.unsupported(f"pointer produced by '{op}' into shadowed memory", inst)
+            raise unknown_shadow_pointer(self.diag, inst)
 
     def _shadow_allocation(self, inst: Instruction) -> None:
         """A zeroed shadow array (k of them, back to back, in vector mode)."""

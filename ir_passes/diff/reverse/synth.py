@@ -35,8 +35,8 @@ from ...ir.values import (FALSE, Argument, Block, Constant, Function, Instructio
 from ..allocations import (allocate_raw_shadow, allocate_shadow, data_pointer, free_raw, refcount,
                            shadowed_allocations)
 from ..blas import axpy_function, dot_operands, dot_type, is_dot
-from ..common import (check_pointer_to_int, check_reinterpretation, check_store, describe_memory, fast_math_of,
-                      scale)
+from ..common import (check_pointer_to_int, check_reinterpretation, check_store,
+                      describe_memory, fast_math_of, scale, unknown_shadow_pointer)
 from ..memory import (INERT_CALLS, MEMORY_INTRINSICS, NRT_DATA, NRT_RAW_ALLOC, NRT_RAW_FREE,
                       is_memory_intrinsic)
 from ..returns import ReturnSlot, find_return_type, is_exceptional_return, pack_results
@@ -250,7 +250,7 @@ class _Reverse:
             if inst.operands:
                 raise self.diag.unsupported("dynamic alloca holding active values", inst)
             return self._zeroed_alloca(inst.source_type, (inst.name or "") + "'")  # type: ignore[arg-type]
-        raise self.diag.unsupported(f"pointer produced by '{op}' into shadowed memory", inst)
+        raise unknown_shadow_pointer(self.diag, inst)
 
     def _fshadow_of(self, ptr: Value, user: Instruction) -> Value:
         s = self.fshadow.get(ptr)
