@@ -83,6 +83,8 @@ def analyze_activity(fn: Function, varied_args: set[Argument],
 def _derives_shadowed(inst: Instruction, shadowed: set[Value], stores: PointerStores) -> bool:
     if inst.opcode == "load":      # reloaded from memory that may hold a shadowed pointer
         return stores.may_hold(inst.operands[0])
+    if inst.opcode == "call":
+        return stores.may_return(inst, shadowed)
     if inst.opcode in _POINTER_DERIVING:
         ops = inst.operands[1:] if inst.opcode == "select" else inst.operands
         return any(op in shadowed for op in ops)

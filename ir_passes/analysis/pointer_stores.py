@@ -57,6 +57,15 @@ class PointerStores:
             changed |= self._mark(op, whole=True)
         return changed
 
+    def may_return(self, call: Instruction, shadowed: set[Value]) -> bool:
+        """Whether pointer-returning `call` may return an address of shadowed memory: it is
+        handed a shadowed pointer, or memory that may hold one, and is not known."""
+        name = call.callee_name or ""
+        if name.startswith(_POINTER_NEUTRAL) or _memory_intrinsic_kind(name) is not None:
+            return False
+        return any(op in shadowed or self.may_hold(op)
+                   for op in call.operands if is_pointer_like(op.type))
+
     def may_hold(self, ptr: Value) -> bool:
         """Whether memory at `ptr` may hold a pointer into shadowed memory."""
         memory, offset = local_memory(ptr)

@@ -70,6 +70,11 @@ def unknown_shadow_pointer(diag: Diagnostics, inst: Instruction) -> Exception:
             "(an array kept in a struct, tuple or container in memory): which array it "
             "addresses is unknown", inst,
             "not supported yet: keep such arrays in local variables or pass them as arguments")
+    if inst.opcode == "call":
+        return diag.unsupported(
+            f"pointer returned by '{inst.callee_name}', which is handed a differentiated "
+            "array (or memory holding one): what it addresses is unknown", inst,
+            "not supported yet: index the array directly instead of through this call")
     return diag.unsupported(f"pointer produced by '{inst.opcode}' into shadowed memory", inst)
 
 

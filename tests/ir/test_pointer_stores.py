@@ -11,6 +11,7 @@ from ir_passes.ir.parser import parse_module
 
 _IR = """
 declare void @opaque(ptr)
+declare ptr @interior(ptr)
 declare i32 @numba_attempt_nocopy_reshape(i64, ptr, ptr, i64, ptr, ptr, i64, i32)
 
 define double @f(ptr %x, ptr %c) {
@@ -38,6 +39,13 @@ entry:
   %other = getelementptr inbounds nuw i8, ptr %slot, i64 8
   %reloaded = load ptr, ptr %other, align 8
   %v = load double, ptr %reloaded, align 8
+  ret double %v
+}
+
+define double @k(ptr %x) {
+entry:
+  %p = call ptr @interior(ptr %x)
+  %v = load double, ptr %p, align 8
   ret double %v
 }
 
@@ -84,6 +92,12 @@ def test_a_call_that_may_copy_pointers_taints_the_whole_slot(module):
     g = module.functions["g"]
     info = analyze_activity(g, set(), {g.args[0]})
     assert info.has_shadow(_inst(g, "reloaded"))         # offset 8, but @opaque may copy
+
+
+def test_a_pointer_returned_by_an_unknown_call_handed_a_shadowed_one(module):
+    k = module.functions["k"]
+    info = analyze_activity(k, set(), {k.args[0]})
+    assert info.has_shadow(_inst(k, "p")) and info.is_varied(_inst(k, "v"))
 
 
 def test_stores_never_read_back(module):
