@@ -41,11 +41,13 @@ def derive_diff(f, name: str | None, activities, mode: str = "reverse", *, ret: 
     specializer = Specializer(primal, name, spec)
     call = lazy_intrinsic(f"enzyme_{name}", specializer.build)
     params = specializer.wrapper_params()
-    arglist = ", ".join(params)
+    d_ret = specializer.d_ret_param()         # reverse mode: optional trailing adjoint
+    arglist = ", ".join(params + ([d_ret] if d_ret else []))
+    declared = ", ".join(params + ([f"{d_ret}=None"] if d_ret else []))
 
     stub_name = f"__enzyme_stub_{next(_stub_ids)}"
     stub_scope: dict = {}
-    exec(f"def {stub_name}({arglist}):\n    raise NotImplementedError\n", stub_scope)
+    exec(f"def {stub_name}({declared}):\n    raise NotImplementedError\n", stub_scope)
     stub = stub_scope[stub_name]
 
     def make_impl(argtypes: tuple):
@@ -55,9 +57,9 @@ def derive_diff(f, name: str | None, activities, mode: str = "reverse", *, ret: 
         return scope["impl"]
 
     typer_scope = {"make_impl": make_impl}
-    exec(f"def typer({arglist}):\n    return make_impl(({arglist},))\n", typer_scope)
+    exec(f"def typer({declared}):\n    return make_impl(({arglist},))\n", typer_scope)
     overload(stub)(typer_scope["typer"])
-    dispatcher = njit_wrapper(f"def {_ident(name)}({arglist}):\n"
+    dispatcher = njit_wrapper(f"def {_ident(name)}({declared}):\n"
                               f"    return __stub({arglist})\n", _ident(name), {"__stub": stub})
     dispatcher.enzyme = specializer
     return dispatcher
