@@ -15,7 +15,7 @@ from ir_passes.errors import ActivityError
 from ir_passes.ir.parser import parse_module, parse_type
 from ir_passes.ir.types import DOUBLE, FLOAT
 
-from .activities import ActivitySpec, element_activities, returned_elements
+from .activities import ActivitySpec, element_activities, ret_words, returned_elements
 from .numba_bridge.link import llvm_abi
 
 
@@ -116,9 +116,15 @@ def check_differentiates_something(spec: ActivitySpec, cap, ret_act: Activity,
         if act.has_shadow and isinstance(layout.numba_type, types.Array) and (
                 bases is None or fn.args[layout.llvm_args[ARRAY_DATA]] in bases):
             return
-    what = "returns nothing" if cap.restype == types.none else \
-        f"returns {cap.restype}, which is not differentiated (const or not a float)"
-    raise ActivityError(f"nothing would be differentiated: {fname} {what} and writes "
-                        "no array marked 'dup'; differentiate its return value (ret='active' "
-                        "in reverse mode, 'dup' in forward mode) or mark an array it writes "
-                        "'dup'")
+    if cap.restype == types.none:
+        what = "returns nothing"
+    elif spec.ret is not None and not isinstance(spec.ret, tuple) and not \
+            spec.ret.is_differentiated:
+        what = "has a const return value (ret='const')"
+    elif isinstance(spec.ret, tuple):
+        what = f"has only const return values (ret={ret_words(spec.ret)})"
+    else:
+        what = f"returns {cap.restype}, not a float (array)"
+    raise ActivityError(f"nothing would be differentiated: {fname} {what} and writes no array "
+                        "marked 'dup'; differentiate its return value or mark an array it "
+                        "writes 'dup'")

@@ -39,6 +39,13 @@ def shadowed_allocations(fn: Function, info: ActivityInfo, diag: Diagnostics,
         if any(op in allocs for op in inst.operands) and inst.opcode != "icmp" and \
                 inst.callee_name not in (NRT_DATA, *_REFCOUNT) and \
                 not _returned(inst, retptr, info):
+            if inst.opcode == "store" and retptr is not None \
+                    and pointer_base(inst.operands[1]) is retptr:
+                raise diag.unsupported(
+                    "a returned array holds active values, but the return value is not "
+                    "differentiated (ret='const')", inst,
+                    "leave ret at its default so the returned array is differentiated "
+                    "(reverse mode then takes its adjoint d_ret)")
             raise diag.unsupported("an array holding active values escapes the function "
                                    "(returned, stored or passed to a call)", inst,
                                    "write the result into an output array argument marked "
