@@ -97,11 +97,11 @@ def d_ret_arguments(spec: ActivitySpec, restype, dret_type, name: str,
 
 
 def _describe(parts: list) -> str:
-    names = [f"an array of the result's shape ({p.dtype}, {p.ndim}-D)"
+    names = [f"a {p.dtype} {p.ndim}-D array shaped like the returned one"
              if isinstance(p, types.Array) else "a float" for p in parts]
     if len(names) == 1:
         return names[0]
-    return "a tuple of " + ", ".join(names) + " (the active elements' adjoints, in order)"
+    return f"a tuple of {len(names)}: " + ", ".join(names) + " (one per active element)"
 
 
 def check_differentiates_something(spec: ActivitySpec, cap, ret_act: Activity,
