@@ -25,6 +25,12 @@ def return_fields(spec: ActivitySpec, restype) -> dict:
     acts = element_activities(spec, restype)
     if acts is None:
         return fields
+    if spec.mode == "forward" and any(a.is_differentiated for a in acts):
+        for t in returned_elements(restype):
+            if not isinstance(t, (types.Number, types.Boolean, types.Array)):
+                raise ActivityError(f"forward mode cannot form the tangent of a returned {t} "
+                                    f"(in {restype}): return numbers and arrays, or use "
+                                    "ret='const'")
     fields["ret_slot"] = parse_type(llvm_abi((), restype)[1])
     single = isinstance(restype, types.Array)
     parts = [(i, t) for i, (t, a) in enumerate(zip(returned_elements(restype), acts))

@@ -87,6 +87,10 @@ def value_and_view(x):
     return x[0] * x[1], x[::2]
 
 
+def with_constants(x):
+    return x.sum() * 2.0, x.shape[0], np.arange(3), np.zeros(2)
+
+
 def rng_args(*shapes, seed=0):
     rng = np.random.default_rng(seed)
     return tuple(float(rng.uniform(0.3, 1.2)) if s == () else rng.uniform(0.3, 1.2, s)
@@ -314,6 +318,24 @@ def test_derivative_with_d_ret_is_callable_from_njit_code():
     np.testing.assert_allclose(vjp(x, w), 2 * x * w)
 
 
+def test_inactive_parts_of_a_returned_tuple_have_zero_derivatives():
+    """Integers, integer arrays and arrays that do not depend on the inputs: zero tangents
+    (fresh zero arrays) in forward mode; no d_ret part in reverse mode for the non-floats,
+    and a consumed but unused d_ret for the float array."""
+    x = np.arange(3.0)
+    f = derive_diff(with_constants, None, ["dup"], mode="forward")
+    value, tangent = f(x, np.ones(3))
+    assert value[:2] == (6.0, 3) and tangent[:2] == (6.0, 0)
+    np.testing.assert_array_equal(value[2], np.arange(3))
+    assert tangent[2].dtype == np.int64 and not tangent[2].any() and tangent[2].shape == (3,)
+    assert tangent[3].dtype == np.float64 and not tangent[3].any() and tangent[3].shape == (2,)
+    d = derive_diff(with_constants, None, ["dup"])
+    d_x, seed = np.zeros(3), np.ones(2)
+    d(x, d_x, (1.5, seed))
+    np.testing.assert_array_equal(d_x, [3.0, 3.0, 3.0])
+    assert not seed.any()
+
+
 # ------------------------------------------------------------------------------ errors
 
 def test_nothing_to_differentiate_is_an_activity_error():
@@ -386,7 +408,7 @@ def test_returned_arrays_are_not_leaked():
         import numpy as np
         from numba.core.runtime import rtsys
         from enzyme_py import derive_diff
-        from tests.test_returns import sum_and_squares, squares, tail_view
+        from tests.test_returns import sum_and_squares, squares, tail_view, with_constants
         x = np.linspace(0.1, 1, 4)
         calls = [
             (derive_diff(sum_and_squares, "a", ["dup"]), (x, np.zeros(4)), (1.0, np.ones(4))),
@@ -396,6 +418,8 @@ def test_returned_arrays_are_not_leaked():
             (derive_diff(sum_and_squares, "e", ["dup"], mode="forward", ret="dupnoneed"),
              (x, np.ones(4)), None),
             (derive_diff(tail_view, "f", ["dup"], mode="forward"), (x, np.ones(4)), None),
+            (derive_diff(with_constants, "g", ["dup"], mode="forward"), (x, np.ones(4)), None),
+            (derive_diff(with_constants, "h", ["dup"]), (x, np.zeros(4)), (1.0, np.ones(2))),
         ]
         for f, args, d_ret in calls:
             extra = () if d_ret is None else (d_ret,)
@@ -414,5 +438,5 @@ def test_returned_arrays_are_not_leaked():
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          env=env, cwd=root, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
-    lines = out.stdout.split("\n")[:6]
-    assert lines == ["0 0"] * 6, out.stdout
+    lines = out.stdout.split("\n")[:8]
+    assert lines == ["0 0"] * 8, out.stdout

@@ -32,6 +32,7 @@ from .common import (check_pointer_to_int, check_reinterpretation, check_store, 
                      scale)
 from .memory import (INERT_CALLS, MEMORY_INTRINSICS, NRT_DATA, NRT_RAW_ALLOC, NRT_RAW_FREE,
                      is_memory_intrinsic, pointer_base)
+from .forward_returns import complete_tangent
 from .returns import pack_results, release_arrays, return_slot
 from .rules import lookup
 from .rules.emitter import MathEmitter
@@ -70,6 +71,7 @@ class _Forward:
         varied, shadowed = self._seeds()
         self.info: ActivityInfo = analyze_activity(self.primal, varied, shadowed)
         self.retptr = self.primal.args[self.spec.retptr]
+        self.untracked_arrays = False
         self.allocs = shadowed_allocations(self.primal, self.info, self.diag, self.retptr)
         self.meminfo_shadows: dict[Value, Value] = {}
         self.alloc_sizes: dict[Value, Value] = {}
@@ -340,11 +342,9 @@ class _Forward:
         if isinstance(v, Constant):
             return v
         shadow = self.meminfo_shadows.get(v) or self.shadows.get(v)
-        if shadow is None:
-            raise self.diag.unsupported(
-                "a returned array that does not depend on the differentiated inputs (its "
-                "tangent would be zero), or of unknown origin", inst,
-                "return only arrays computed from 'dup' inputs, or mark ret='const'")
+        if shadow is None:       # an array without a shadow: its tangent is zeros
+            self.untracked_arrays = True
+            return Constant(PTR, "null")
         return shadow
 
     def _inactive_call(self, inst: Instruction) -> None:
@@ -455,7 +455,9 @@ class _Forward:
                 shadow = self.shadows[self.primal.args[spec.retptr]]
                 keep = spec.ret is not Activity.DUPNONEED
                 if self.width == 1:
-                    tangent = b.load(self.slot.type, shadow)
+                    tangent = complete_tangent(b, self.fn, self.module, spec, self.slot, value,
+                                               b.load(self.slot.type, shadow),
+                                               self.untracked_arrays)
                     if not keep:
                         release_arrays(b, self.module, spec, value)
                     results = [value, tangent] if keep else tangent
