@@ -28,12 +28,17 @@ from .specialize import Specializer, check_disjoint, check_lanes, check_shadow
 _stub_ids = itertools.count()
 
 
-def derive_diff(f, name: str | None, activities, mode: str = "reverse", *, ret: str | None = None,
-                return_primal: bool = False, width: int = 1) -> Dispatcher:
+def derive_diff(f, name: str | None, activities, mode: str = "reverse", *,
+                ret: str | tuple[str, ...] | None = None, return_primal: bool = False,
+                width: int = 1) -> Dispatcher:
     """The derivative of `f` (a Python function or `numba.njit` dispatcher) as a dispatcher.
 
     `activities` gives one of "const", "dup", "active", "dupnoneed" per parameter (a sequence
     or a comma-separated string). See API.md for the calling conventions of each mode.
+    When `f` returns an array or a tuple, the reverse derivative takes the adjoint of the
+    result as a last argument `d_ret` (a tuple for a tuple; array parts are consumed), and
+    `ret` may give one activity ("active"/"const") per tuple element; the forward derivative
+    returns `(value, tangent)` with the tangent shaped like the value.
     """
     primal = f if isinstance(f, Dispatcher) else njit(f)
     spec = parse_spec(primal.py_func, activities, mode, ret, width, return_primal)
