@@ -83,7 +83,7 @@ class autodiff:
     """
 
     def __init__(self, fn=None, *, mode: str = "reverse", args=None, name: str | None = None,
-                 ret: str | None = None, return_primal: bool = False, width: int = 1,
+                 ret=None, return_primal: bool = False, width: int = 1,
                  **njit_options) -> None:
         self._options = dict(mode=mode, args=args, name=name, ret=ret,
                              return_primal=return_primal, width=width)

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from numba import types
 
-from ir_passes.diff.reverse.plan import written_bases
-from ir_passes.diff.spec import ARRAY_DATA, Activity, ReturnLeaf
+from ir_passes.diff.spec import Activity, ReturnLeaf
 from ir_passes.errors import ActivityError
-from ir_passes.ir.parser import parse_module, parse_type
+from ir_passes.ir.parser import parse_type
 from ir_passes.ir.types import DOUBLE, FLOAT
 
 from .activities import ActivitySpec, element_activities, ret_words, returned_elements
@@ -113,15 +112,12 @@ def _describe(parts: list) -> str:
 def check_differentiates_something(spec: ActivitySpec, cap, ret_act: Activity,
                                    fname: str) -> None:
     """ActivityError when no output is differentiated: the return value is const and no
-    array marked dup/dupnoneed is written."""
-    if ret_act.is_differentiated:
+    array is marked dup/dupnoneed. (Whether a dup array is written is not asked of the IR:
+    the optimiser may remove a write, such as `a[i] = a[i]`, that the user wrote.)"""
+    if ret_act.is_differentiated or any(
+            act.has_shadow and isinstance(layout.numba_type, types.Array)
+            for layout, act in zip(cap.params, spec.activities)):
         return
-    fn = parse_module(cap.module_text).functions[cap.func_name]
-    bases = written_bases(fn)
-    for layout, act in zip(cap.params, spec.activities):
-        if act.has_shadow and isinstance(layout.numba_type, types.Array) and (
-                bases is None or fn.args[layout.llvm_args[ARRAY_DATA]] in bases):
-            return
     if cap.restype == types.none:
         what = "returns nothing"
     elif spec.ret is not None and not isinstance(spec.ret, tuple) and not \
@@ -131,6 +127,6 @@ def check_differentiates_something(spec: ActivitySpec, cap, ret_act: Activity,
         what = f"has only const return values (ret={ret_words(spec.ret)})"
     else:
         what = f"returns {cap.restype}, not a float (array)"
-    raise ActivityError(f"nothing would be differentiated: {fname} {what} and writes no array "
+    raise ActivityError(f"nothing would be differentiated: {fname} {what} and has no array "
                         "marked 'dup'; differentiate its return value or mark an array it "
                         "writes 'dup'")

@@ -113,7 +113,7 @@ def test_reverse_ret_const_with_nothing_else_is_an_activity_error():
         return x * x
     d = derive_diff(square, None, ["active"], ret="const")
     with pytest.raises(ActivityError, match=r"nothing would be differentiated: square has a "
-                       r"const return value \(ret='const'\) and writes no array marked 'dup'"):
+                       r"const return value \(ret='const'\) and has no array marked 'dup'"):
         d(2.0)
 
 
