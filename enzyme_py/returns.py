@@ -66,9 +66,10 @@ def _active_parts(spec: ActivitySpec, restype) -> list:
 
 
 def d_ret_arguments(spec: ActivitySpec, restype, dret_type, name: str,
-                    fname: str) -> list[str]:
+                    fname: str) -> list[tuple[str, bool]]:
     """Reverse mode: the expressions the wrapper passes to the derivative for `d_ret` (of
-    type `dret_type`, `none` when omitted), one per differentiated part of the result."""
+    type `dret_type`, `none` when omitted), one per differentiated part of the result, each
+    with whether it is an array."""
     parts = _active_parts(spec, restype) if spec.mode == "reverse" else []
     omitted = dret_type is None or isinstance(dret_type, (types.NoneType, types.Omitted))
     if not parts:
@@ -93,9 +94,12 @@ def d_ret_arguments(spec: ActivitySpec, restype, dret_type, name: str,
             if not (isinstance(got, types.Array) and got.ndim == part.ndim
                     and got.dtype == part.dtype):
                 raise ActivityError(f"d_ret has type {dret_type}; expected {expected}")
-            out.append(expr)
+            if not got.mutable:
+                raise ActivityError(f"{expr} is read-only: the derivative consumes it (leaves it "
+                                    "zeroed); pass a writable copy")
+            out.append((expr, True))
         elif isinstance(got, (types.Float, types.Integer)):
-            out.append(f"np.{part}({expr})")
+            out.append((f"np.{part}({expr})", False))
         else:
             raise ActivityError(f"d_ret has type {dret_type}; expected {expected}")
     return out

@@ -98,7 +98,10 @@ class Specializer:
             elif k > 1:
                 lines.append(f"    check_lanes({pname}, {shadow}, {k}, '{pname}')")
         lines += self._disjointness_checks(primal_types)
-        call_args = ", ".join(params + self._d_ret_arguments(argtypes, primal_types, d_ret))
+        seeds = self._d_ret_arguments(argtypes, primal_types, d_ret)
+        lines += [f"    check_disjoint({e}, {p}, '{e}', '{p}')" for e, is_array in seeds
+                  if is_array for p, t in zip(params, argtypes) if isinstance(t, types.Array)]
+        call_args = ", ".join(params + [e for e, _ in seeds])
         if k > 1 and self._ret_differentiated(primal_types):
             lines.append(f"    tangent = np.empty({k}, np.float64)")
             lines.append(f"    r = __call({call_args}, tangent)")
@@ -124,7 +127,8 @@ class Specializer:
         return [f"    check_disjoint({names[w]}, {names[o]}, '{names[w]}', '{names[o]}')"
                 for w in written for o in arrays if o != w and not (o in written and o < w)]
 
-    def _d_ret_arguments(self, argtypes: tuple, primal_types: tuple, d_ret) -> list[str]:
+    def _d_ret_arguments(self, argtypes: tuple, primal_types: tuple,
+                         d_ret) -> list[tuple[str, bool]]:
         if d_ret is None:
             return []
         given = argtypes[len(self.wrapper_params())] \
