@@ -164,27 +164,30 @@ def element_activities(spec: ActivitySpec, restype) -> tuple[Activity, ...] | No
     """The activity of each part of a returned tuple or array (None for other returns):
     floats and float arrays default to differentiated, other parts are const."""
     parts = returned_elements(restype)
+    ret = spec.ret
     if parts is None:
-        if isinstance(spec.ret, tuple):
-            raise ActivityError(f"ret={ret_words(spec.ret)} gives one activity per tuple "
-                                f"element, but the function returns {restype}, not a tuple")
+        if isinstance(ret, tuple):
+            raise ActivityError(f"ret={ret_words(ret)} gives one activity per tuple element, "
+                                f"but the function returns {restype}, not a tuple")
         return None
-    per_part = isinstance(spec.ret, tuple)
-    if per_part and (len(spec.ret) != len(parts) or isinstance(restype, types.Array)):  # type: ignore[arg-type]
-        raise ActivityError(f"ret={ret_words(spec.ret)} has {len(spec.ret)} element(s), but "  # type: ignore[arg-type]
-                            f"the function returns {restype}")
-    default = Activity.ACTIVE if spec.mode == "reverse" else Activity.DUP
-    wanted = spec.ret if per_part else (spec.ret or default,) * len(parts)
+    if isinstance(ret, tuple):
+        if len(ret) != len(parts) or isinstance(restype, types.Array):
+            raise ActivityError(f"ret={ret_words(ret)} has {len(ret)} element(s), but the "
+                                f"function returns {restype}")
+        wanted = ret
+    else:
+        default = Activity.ACTIVE if spec.mode == "reverse" else Activity.DUP
+        wanted = (ret or default,) * len(parts)
     out = []
-    for i, (act, t) in enumerate(zip(wanted, parts)):  # type: ignore[arg-type]
+    for i, (act, t) in enumerate(zip(wanted, parts)):
         if act.is_differentiated and not (is_float_scalar(t) or is_float_array(t)):
-            if per_part:
+            if isinstance(ret, tuple):
                 raise ActivityError(f"ret element {i} is {act.value!r} but the function returns "
                                     f"{t} there: only floats and float arrays can be "
                                     "differentiated; mark it 'const'")
-            if spec.ret is not None and isinstance(restype, types.Array):
-                raise ActivityError(f"ret={spec.ret.value!r} needs a float return value, but "  # type: ignore[union-attr]
-                                    f"the function returns {restype}")
+            if ret is not None and isinstance(restype, types.Array):
+                raise ActivityError(f"ret={act.value!r} needs a float return value, but the "
+                                    f"function returns {restype}")
             act = Activity.CONST
         out.append(act)
     return tuple(out)

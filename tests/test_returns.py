@@ -91,6 +91,10 @@ def with_constants(x):
     return x.sum() * 2.0, x.shape[0], np.arange(3), np.zeros(2)
 
 
+def int_range(x):
+    return np.arange(x.shape[0])
+
+
 def rng_args(*shapes, seed=0):
     rng = np.random.default_rng(seed)
     return tuple(float(rng.uniform(0.3, 1.2)) if s == () else rng.uniform(0.3, 1.2, s)
@@ -361,6 +365,14 @@ def test_bad_per_element_ret_is_an_activity_error():
     with pytest.raises(ActivityError, match=r"ret=\('active', 'active', 'active'\) has 3 "
                        r"element\(s\), but the function returns UniTuple\(float64 x 2\)"):
         d(1.0, 2.0, (1.0, 1.0, 1.0))
+    d = derive_diff(with_constants, None, ["dup"], ret=("active", "active", "const", "const"))
+    with pytest.raises(ActivityError, match="ret element 1 is 'active' but the function returns "
+                       "int64 there: only floats and float arrays can be differentiated"):
+        d(np.ones(3), np.zeros(3), (1.0, 1.0))
+    d = derive_diff(int_range, None, ["dup"], ret="active")
+    with pytest.raises(ActivityError, match=r"ret='active' needs a float return value, but the "
+                       r"function returns array\(int64, 1d, C\)"):
+        d(np.ones(3), np.zeros(3), np.ones(3))
 
 
 def test_d_ret_mistakes_are_clear_errors():
