@@ -83,6 +83,12 @@ def transposed(a):
     return a.T
 
 
+def fill(x, out):
+    for i in range(x.shape[0]):
+        out[i] = 2.0 * x[i] * x[i]
+    return out
+
+
 def value_and_view(x):
     return x[0] * x[1], x[::2]
 
@@ -114,6 +120,7 @@ CASES = [
     ("input-itself", identity, ((3,),), None),
     ("transposed-input", transposed, ((2, 3),), None),
     ("float-and-view", value_and_view, ((5,),), None),
+    ("returns-its-output", fill, ((3,), (3,)), None),
 ]
 PER_ELEMENT = [
     ("first-only", sum_and_squares, ((4,),), ("active", "const")),

@@ -36,10 +36,6 @@ class ReturnSlot:
     def differentiable(self) -> bool:
         return bool(self.leaves)
 
-    @property
-    def has_arrays(self) -> bool:
-        return any(leaf.is_array for leaf in self.leaves)
-
 
 def return_slot(primal: Function, spec: DiffSpec) -> ReturnSlot:
     """The primal's return slot and its differentiated leaves under `spec`."""

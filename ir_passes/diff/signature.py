@@ -43,7 +43,7 @@ def build_signature(primal: Function, spec: DiffSpec) -> Signature:
         types += out_types
         names += ["ret'"] + [f"ret'.{j}" for j in range(1, len(out_types))]
         n_out = len(out_types)
-    leaf_args = _return_adjoint_types(primal, spec)
+    leaf_args = _return_adjoint_types(spec)
     for k, group in enumerate(leaf_args):
         types += group
         names += [f"d_ret.{k}.{j}" for j in range(len(group))]
@@ -65,7 +65,7 @@ def build_signature(primal: Function, spec: DiffSpec) -> Signature:
     return sig
 
 
-def _return_adjoint_types(primal: Function, spec: DiffSpec) -> list[list[Type]]:
+def _return_adjoint_types(spec: DiffSpec) -> list[list[Type]]:
     """Reverse mode with explicit return leaves: the argument types of each leaf's d_ret."""
     if spec.mode != "reverse" or spec.ret_leaves is None or not spec.ret.is_differentiated:
         return []

@@ -81,9 +81,6 @@ class ReturnLeaf:
     def is_array(self) -> bool:
         return self.ndim is not None
 
-    def adjoint_arg_count(self) -> int:
-        return 1 if self.ndim is None else 5 + 2 * self.ndim
-
 
 @dataclass(frozen=True, slots=True)
 class DiffSpec:
