@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -18,6 +19,7 @@ import numba
 import numpy as np
 import pytest
 
+import enzyme_py
 from enzyme_py import ActivityError, UnsupportedError, autodiff, derive_diff
 
 
@@ -352,6 +354,24 @@ def test_inactive_parts_of_a_returned_tuple_have_zero_derivatives():
     d(x, d_x, (1.5, seed))
     np.testing.assert_array_equal(d_x, [3.0, 3.0, 3.0])
     assert not seed.any()
+
+
+def test_the_derivative_ir_takes_and_consumes_d_ret():
+    """Expected IR: reverse mode takes the exploded d_ret array after the shadows, checks its
+    shape (raising ValueError) and seeds the returned array's shadow from it; forward mode
+    returns the shadow allocation as the tangent."""
+    text = enzyme_py.inspect(sum_and_squares, ["dup"], "reverse", types="float64[::1]",
+                             stage="derivative")
+    header = next(line for line in text.splitlines() if line.startswith("define "))
+    assert re.search(r"ptr %\"x'\.4\", .*double %d_ret\.0\.0, ptr %d_ret\.1\.0,.*"
+                     r"ptr %d_ret\.1\.4, i64 %d_ret\.1\.5, i64 %d_ret\.1\.6\)", header), header
+    assert re.search(r"br i1 %\S+, label %d_ret\.shape\.error, label %d_ret\.seeded", text)
+    assert re.search(r"call void @enzyme_py\.seed_array\.double\.1\(ptr %\S+, "
+                     r"ptr %d_ret\.1\.4,", text)
+    assert "@NRT_decref" in text                    # the dropped primal array is released
+    text = enzyme_py.inspect(squares, ["dup"], "forward", types="float64[::1]",
+                             stage="derivative")
+    assert re.search(r"store ptr %\S+, ptr %\"ret\.slot'\"", text), text
 
 
 # ------------------------------------------------------------------------------ errors
