@@ -91,6 +91,26 @@ def fill(x, out):
     return out
 
 
+def padded(x):
+    out = np.zeros(x.shape[0] + 2)
+    for i in range(x.shape[0]):
+        out[i + 1] = math.exp(x[i])
+    return out
+
+
+def transposed_fresh(a):
+    return np.sin(a).T
+
+
+def fresh_and_its_view(x):
+    a = x * x
+    return a, a[1:]
+
+
+def reversed_fresh(x):
+    return np.cos(x)[::-1]
+
+
 def value_and_view(x):
     return x[0] * x[1], x[::2]
 
@@ -123,6 +143,10 @@ CASES = [
     ("transposed-input", transposed, ((2, 3),), None),
     ("float-and-view", value_and_view, ((5,),), None),
     ("returns-its-output", fill, ((3,), (3,)), None),
+    ("partly-filled-zeros", padded, ((3,),), None),
+    ("transposed-fresh", transposed_fresh, ((2, 3),), None),
+    ("fresh-and-its-view", fresh_and_its_view, ((4,),), None),
+    ("reversed-fresh", reversed_fresh, ((4,),), None),
 ]
 PER_ELEMENT = [
     ("first-only", sum_and_squares, ((4,),), ("active", "const")),
