@@ -49,8 +49,9 @@ def pick(a, b, flag):
     return s
 
 
-def cumulative(a):
-    return np.cumsum(a * 2.0).sum()  # diag:escape
+def temporaries_in_a_list(a):
+    arrays = [a * 2.0, a * 3.0]  # diag:escape
+    return arrays[0].sum() + arrays[1][1]
 
 
 def int_view(a):
@@ -122,7 +123,7 @@ CASES = [
     Case("pick", pick, ("dup", "const", "const"), lambda: (np.ones(3), np.ones(3), True),
          ("may address either shadowed or unshadowed memory", "select", "array 'b' is const"),
          hint=("dup",)),
-    Case("escape", cumulative, ("dup",), lambda: (np.ones(3),),
+    Case("escape", temporaries_in_a_list, ("dup",), lambda: (np.ones(3),),
          ("an array holding active values escapes the function", "store ptr")),
     Case("array-list", list_of_arrays, ("dup", "dup"), lambda: (np.ones(3), np.ones(3)),
          ("pointer loaded from memory that may hold the address of a differentiated array",
