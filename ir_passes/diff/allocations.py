@@ -13,7 +13,7 @@ from ..diagnostics import Diagnostics
 from ..ir.builder import Builder, declare
 from ..ir.types import I1, I8, I32, I64, PTR, VOID
 from ..ir.values import FALSE, Function, Instruction, Module, Value, const_int
-from .memory import NRT_ALLOC, NRT_DATA, NRT_RAW_ALLOC, NRT_RAW_FREE
+from .memory import NRT_ALLOC, NRT_DATA, NRT_RAW_ALLOC, NRT_RAW_FREE, pointer_base
 
 _REFCOUNT = ("NRT_incref", "NRT_decref")
 
@@ -32,14 +32,73 @@ def shadowed_allocations(fn: Function, info: ActivityInfo,
                     "of a Python list or other container?)", inst,
                     "keep active values in NumPy arrays (np.empty), not Python containers")
             allocs.add(meminfo)
-    for inst in fn.instructions():
-        if any(op in allocs for op in inst.operands) and inst.opcode != "icmp" and \
-                inst.callee_name not in (NRT_DATA, *_REFCOUNT):
-            raise diag.unsupported("an array holding active values escapes the function "
-                                   "(returned, stored or passed to a call)", inst,
-                                   "write the result into an output array argument marked "
-                                   "'dup' instead of returning it")
+    _refuse_escapes(fn, allocs, diag)
     return allocs
+
+
+def meminfo_merges(fn: Function, allocs: set[Instruction]) -> list[Instruction]:
+    """The phis and selects through which the meminfo of a shadowed allocation flows (e.g. one
+    decref at the join of two branches, of either array or of another meminfo)."""
+    merges: list[Instruction] = []
+    flowing: set[Value] = set(allocs)
+    changed = True
+    while changed:
+        changed = False
+        for inst in fn.instructions():
+            if inst not in flowing and _merges(inst, flowing):
+                flowing.add(inst)
+                merges.append(inst)
+                changed = True
+    return merges
+
+
+def _merges(inst: Instruction, meminfos: set[Value]) -> bool:
+    values = inst.operands[1:] if inst.opcode == "select" else inst.operands
+    return inst.opcode in ("phi", "select") and any(v in meminfos for v in values)
+
+
+def _refuse_escapes(fn: Function, allocs: set[Instruction], diag: Diagnostics) -> None:
+    """The meminfo of a shadowed allocation may only be compared, asked for its data, reference
+    counted, or merged by phis/selects whose results are used the same way. Anything else
+    (stored, returned, passed to a call) lets the array outlive what the pass tracks."""
+    merges = meminfo_merges(fn, allocs)
+    meminfos = set(allocs) | set(merges)
+    for inst in fn.instructions():
+        if inst in merges or inst.opcode == "icmp" or inst.callee_name in (NRT_DATA, *_REFCOUNT):
+            continue
+        escaping = next((op for op in inst.operands if op in meminfos), None)
+        if escaping is not None:
+            raise diag.unsupported(*_escape_message(fn, inst), located=_origin(escaping, allocs))
+
+
+def _origin(meminfo: Value, allocs: set[Instruction]) -> Instruction | None:
+    """The allocation a (possibly merged) meminfo comes from, for the error's location."""
+    seen: set[int] = set()
+    work = [meminfo]
+    while work:
+        v = work.pop()
+        if v in allocs:
+            return v  # type: ignore[return-value]
+        if isinstance(v, Instruction) and id(v) not in seen:
+            seen.add(id(v))
+            work.extend(v.operands)
+    return None
+
+
+def _escape_message(fn: Function, inst: Instruction) -> tuple[str, Instruction, str]:
+    what = "an array holding active values escapes the function: "
+    hint = ("not supported yet: compute the result with explicit loops into an output array "
+            "argument marked 'dup', or into a temporary from np.empty")
+    if inst.opcode == "call":
+        return what + f"it is passed to '{inst.callee_name}'", inst, hint
+    if inst.opcode == "store" and pointer_base(inst.operands[1]) in fn.args:
+        return (what + "it is returned (or stored into an argument)", inst,
+                "write the result into an output array argument marked 'dup' instead of "
+                "returning it")
+    if inst.opcode == "store":
+        return (what + "it is stored into memory (a tuple, a list, or an array-building helper "
+                "such as np.cumsum, np.linalg.* or np.median)", inst, hint)
+    return what + f"it flows into '{inst.opcode}'", inst, hint
 
 
 def allocate_shadow(b: Builder, module: Module, size: Value, align: Value) -> tuple[Value, Value]:
