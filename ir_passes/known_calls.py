@@ -22,20 +22,18 @@ class CallProblem:
     hint: str   # a fix that works, or "not supported yet"
 
 
-_LOOP_HINTS = {
-    "matrix": "matrix products are not differentiable yet: write the product as a loop "
-              "(for i, j, k: C[i, j] += A[i, k] * B[k, j])",
-    "vector": "matrix-vector products are not differentiable yet: write the product as a loop "
-              "(for i, k: y[i] += A[i, k] * x[k])",
-}
+_PRODUCT_HINT = ("matrix products are not differentiable yet: write the product as a loop "
+                 "(for i, k: y[i] += A[i, k] * x[k]; for two matrices, for i, j, k: "
+                 "C[i, j] += A[i, k] * B[k, j])")
 _LINALG_HINT = ("np.linalg is not differentiable yet: write the algorithm with loops over NumPy "
                 "arrays (e.g. Gaussian elimination for a solve), or pass its result as a 'const' "
                 "argument when it does not depend on differentiated inputs")
 _NUMBA_CALLS = {
-    "numba_xxgemm": ("matrix product (numba_xxgemm: A @ B, np.dot or np.matmul of matrices)",
-                     _LOOP_HINTS["matrix"]),
-    "numba_xxgemv": ("matrix-vector product (numba_xxgemv: A @ x or np.dot(A, x))",
-                     _LOOP_HINTS["vector"]),
+    # Numba's matrix product calls gemv or gemm depending on the shapes at run time.
+    "numba_xxgemm": ("matrix product (BLAS numba_xxgemm: A @ B, np.dot or np.matmul)",
+                     _PRODUCT_HINT),
+    "numba_xxgemv": ("matrix product (BLAS numba_xxgemv: A @ B, A @ x, np.dot or np.matmul)",
+                     _PRODUCT_HINT),
     "numba_xxnrm2": ("vector norm (numba_xxnrm2: np.linalg.norm of a vector)",
                      "np.linalg.norm is not differentiable yet: write np.sqrt(np.sum(x * x))"),
     "numba_xgesv": ("linear solve (LAPACK numba_xgesv: np.linalg.solve)", _LINALG_HINT),

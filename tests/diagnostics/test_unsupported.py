@@ -118,7 +118,7 @@ CASES = [
     Case("int-view", int_view, ("dup",), lambda: (np.ones(3),),
          ("integer load from shadowed (float) memory", "load i64")),
     Case("blas", blas_matvec, ("dup", "dup"), lambda: (np.ones((2, 3)), np.ones(3)),
-         ("matrix-vector product (numba_xxgemv", "call i32 @numba_xxgemv"),
+         ("matrix product (BLAS numba_xxgemv", "call i32 @numba_xxgemv"),
          hint=("not differentiable yet", "loop"), requires="scipy"),
     Case("parallel", parallel_sum, ("dup",), lambda: (np.ones(3),),
          ("parallel_sum is compiled with parallel=True",), hint=("serial",),
