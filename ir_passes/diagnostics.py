@@ -71,4 +71,5 @@ def _source_line(source: str | None) -> str | None:
     path, _, line = (source or "").rpartition(":")
     if not path or not line.isdigit():
         return None
+    linecache.checkcache(path)
     return linecache.getline(path, int(line)).strip() or None

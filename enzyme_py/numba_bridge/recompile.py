@@ -3,10 +3,12 @@
 The recorder sees the LLVM modules lowered after ``enzyme_py`` is imported. A callee whose
 library has no record -- an ``@njit`` function compiled before ``import enzyme_py``, one loaded
 from Numba's on-disk cache (``cache=True``), an overload implementation (``np.sum``, ...)
-compiled then -- is found through its dispatcher (the live dispatcher one of whose compiled
-signatures owns the library; a ``@vectorize`` kernel's dispatcher too) and compiled again, for the same signature, by a fresh uncached
-dispatcher of the same Python function and options, which the recorder sees. The fresh compile
-gives the function a new unique symbol: the replacement maps it back to the symbol callers use.
+compiled then, a ``@vectorize`` kernel -- is found through its dispatcher (the live dispatcher
+one of whose compiled signatures owns the library) and compiled again, for the same signature,
+by a fresh uncached dispatcher of the same Python function and options, which the recorder
+sees. The fresh compile gives the function a new unique symbol: the replacement maps it back to
+the symbol callers use. Finding the dispatcher scans the objects of the garbage collector
+(~50 ms), only when a library without record turns up.
 
 Numba's cache of internal subroutines (``compile_subroutine``: ``int_power_impl`` and the like)
 is emptied when this module is imported, for the same reason: it holds unrecorded code; later

@@ -16,7 +16,6 @@ import subprocess
 import sys
 import textwrap
 
-import numpy as np
 import pytest
 from numba import float64, njit
 
