@@ -1,21 +1,33 @@
-"""Custom derivative rules for external functions the pass cannot see into.
+"""Custom derivative rules for external scalar functions the pass cannot see into.
 
-A rule gives the partial derivatives of a scalar function called by symbol (e.g. a C
-function declared with `numba.types.ExternalFunction`), written in the `MathEmitter`
-vocabulary shared with the built-in rules:
+A rule gives the partial derivatives of a scalar function called by symbol (scalar operands,
+a float result: e.g. a C function declared with `numba.types.ExternalFunction`), written in the
+`MathEmitter` vocabulary shared with the built-in rules:
 
     enzyme_py.register_rule("j0", lambda m, args, res: [m.neg(m.call("j1", args[0]))])
 
 `args` are the call's operands, `res` its result; return one partial per operand (`None`
-for an operand with no derivative). Forward and reverse mode both use it.
+for an operand with no derivative). Forward and reverse mode both use it. Functions taking
+arrays (Numba's BLAS/LAPACK helpers behind `A @ B` or `np.linalg`, containers) and Numba-compiled
+functions cannot be described this way and are refused.
 """
 from __future__ import annotations
 
 from ir_passes.diff.rules import defrule, lookup
 from ir_passes.diff.rules.registry import Partials
+from ir_passes.known_calls import demangle_numba, known_problem
 
 
 def register_rule(symbol: str, partials: Partials) -> None:
+    """Register the partial derivatives of the external scalar function `symbol`."""
+    problem = known_problem(symbol)
+    if problem is not None:
+        raise ValueError(f"register_rule takes the partial derivatives of a scalar function; "
+                         f"'{symbol}' is not one: {problem.what}. {problem.hint}")
+    python_name = demangle_numba(symbol)
+    if python_name is not None:
+        raise ValueError(f"'{symbol}' is the Numba-compiled function {python_name}: its body "
+                         "is differentiated directly, it needs no rule")
     if lookup(symbol) is not None:
         raise ValueError(f"a derivative rule for '{symbol}' is already registered")
     defrule(symbol)(partials)

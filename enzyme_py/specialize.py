@@ -49,6 +49,7 @@ class Specializer:
         self.name = name
         self.spec = spec
         self.stages: dict[tuple, Stages] = {}
+        self._derived: dict[tuple, Built | Exception] = {}
 
     # ------------------------------------------------------------ wrapper
     def wrapper_params(self) -> list[str]:
@@ -82,7 +83,7 @@ class Specializer:
         """`impl` for these wrapper argument types: shadow checks, then the derivative call."""
         params = self.wrapper_params()
         primal_types = self._primal_types(argtypes)
-        check_types(self.spec, primal_types)
+        self.derive(primal_types)      # refuse what cannot be differentiated before compiling
         d_ret = self.d_ret_param()
         lines = [f"def impl({', '.join(params + ([f'{d_ret}=None'] if d_ret else []))}):"]
         k = self.spec.width
@@ -142,7 +143,24 @@ class Specializer:
 
     # ------------------------------------------------------------ derivative
     def build(self, argtypes: tuple) -> Built:
-        primal_types = self._primal_types(argtypes)
+        return self.derive(self._primal_types(argtypes))
+
+    def derive(self, primal_types: tuple) -> Built:
+        """The derivative for these primal types, derived once (a failure is kept and raised
+        again): the wrapper asks first, so an unsupported construct is reported before any
+        wrapper code is compiled."""
+        entry = self._derived.get(primal_types)
+        if entry is None:
+            try:
+                entry = self._derive(primal_types)
+            except Exception as exc:
+                entry = exc
+            self._derived[primal_types] = entry
+        if isinstance(entry, Exception):
+            raise entry
+        return entry
+
+    def _derive(self, primal_types: tuple) -> Built:
         check_types(self.spec, primal_types)
         cap = capture(self.primal, primal_types)
         ret_act = return_activity(self.spec, cap.restype)

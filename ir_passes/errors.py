@@ -23,13 +23,14 @@ class UnsupportedError(EnzymePyError, NotImplementedError):
 
     def __init__(self, what: str, *, function: str | None = None, block: str | None = None,
                  instruction: str | None = None, source: str | None = None,
-                 hint: str | None = None) -> None:
+                 hint: str | None = None, code: str | None = None) -> None:
         self.what = what
         self.function = function
         self.block = block
         self.instruction = instruction
         self.source = source
         self.hint = hint
+        self.code = code
         super().__init__(self._format())
 
     def _format(self) -> str:
@@ -43,6 +44,8 @@ class UnsupportedError(EnzymePyError, NotImplementedError):
             lines.append(f"  in {where}")
         if self.source:
             lines.append(f"  at {self.source}")
+        if self.code:
+            lines.append(f"  code: {self.code.strip()}")
         if self.hint:
             lines.append(f"  fix: {self.hint}")
         return "\n".join(lines)

@@ -9,16 +9,17 @@ libm, ``numba_*`` C helpers, LLVM intrinsics).
 Callee bodies. Numba links callees (other ``@njit`` functions, helpers such as
 ``int_power_impl``, ``ol_min``, ``python3rem``, array-expression kernels) from libraries that
 are already through module O3 and CodeGenPrepare, and it never keeps their pre-optimisation
-IR. Recompiling callees through our pipeline is not generally possible: most are compiled deep
-inside Numba's lowering (``compile_subroutine``, overload templates) behind several caches.
-So this module records, from import time on, the text of every LLVM module handed to
-``CPUCodeLibrary.add_llvm_module`` -- the single funnel all lowered Numba code passes through
-before any optimisation -- keyed weakly by its library (zlib-compressed, cpython/cfunc wrapper
-modules skipped; ~1-2% of Numba's compile time). A capture links the recorded raw modules of
-every library reachable through ``_linking_libraries`` (except Numba's NRT runtime, which
-stays declared), marks callees ``alwaysinline``, runs the always-inliner and global DCE, then
-canonicalises. A library compiled before this module was imported (or loaded from Numba's disk
-cache) has no record: calls into it stay external and a warning says why.
+IR. Most callees are compiled deep inside Numba's lowering (``compile_subroutine``, overload
+templates) behind several caches, so rather than recompiling them this module records, from
+import time on, the text of every LLVM module handed to ``CPUCodeLibrary.add_llvm_module`` --
+the single funnel all lowered Numba code passes through before any optimisation -- keyed weakly
+by its library (zlib-compressed, cpython/cfunc wrapper modules skipped; ~1-2% of Numba's compile
+time). A capture links the recorded raw modules of every library reachable through
+``_linking_libraries`` (except Numba's NRT runtime, which stays declared), marks callees
+``alwaysinline``, runs the always-inliner and global DCE, then canonicalises. A library
+compiled before this module was imported, or loaded from Numba's disk cache, has no record: it
+is compiled again through its dispatcher (``recompile``); if that is impossible, calls into it
+stay external and an active call to it is refused with a message naming the function.
 
 Source locations. The twin's lowering gives each instruction of a Numba IR statement a
 ``DILocation`` (a line table: no variables, no ``dbg.declare``; checked to leave the canonical
@@ -34,7 +35,6 @@ from __future__ import annotations
 import functools
 import os
 import re
-import warnings
 import weakref
 import zlib
 from dataclasses import dataclass, field
@@ -55,8 +55,10 @@ from numba.core.typed_passes import NativeLowering
 
 from ir_passes.canonicalize import canonicalize_module, parse, run_module_passes
 from ir_passes.errors import UnsupportedError
+from ir_passes.known_calls import describe_symbol
 
 from .link import llvm_abi
+from .recompile import Unrecoverable, recompile
 from .runtime import annotate_runtime
 
 __all__ = ["LOC_METADATA", "CapturedFunction", "ParamLayout", "capture"]
@@ -261,23 +263,36 @@ def _capture(dispatcher: Dispatcher, argtypes: tuple) -> CapturedFunction:
 def _canonical_module(library, name: str) -> tuple[llvm.ModuleRef, str]:
     """The canonical module of function ``name`` of ``library``, and the raw text defining it."""
     module, raw_text = _link_raw(library, name)
-    _inline_callees(module, name)
+    kept = _inline_callees(module, name)
     canonicalize_module(module)
+    _refuse_recursion(module, name, kept)
     run_module_passes(module, ("global_dead_code_eliminate", "strip_dead_prototype"))
     return module, raw_text
 
 
-def _reachable_libraries(root) -> list:
-    """``root`` and every library it links, depth first, without duplicates or the NRT runtime."""
-    seen, order, stack = {id(rtsys.library)}, [], [root]
+def _raw_libraries(root) -> list[tuple[list[str], dict[str, str]]]:
+    """The recorded raw module texts of ``root`` and every library it links, depth first,
+    without duplicates or the NRT runtime; each with the symbol renames of a library that had
+    no record and was compiled again (see ``recompile``). A library that cannot be compiled
+    again is left out: calls into it stay external, described for the error they may cause."""
+    seen, out, stack = {id(rtsys.library)}, [], [root]
     while stack:
         library = stack.pop()
         if id(library) in seen:
             continue
         seen.add(id(library))
-        order.append(library)
+        texts, renames = _recorded(library), {}
+        if texts is None:
+            found = recompile(library)
+            if isinstance(found, Unrecoverable):
+                for symbol in found.symbols:
+                    describe_symbol(symbol, found.what, found.hint)
+                continue
+            library, renames = found.library, found.renames
+            texts = _recorded(library) or []
+        out.append((texts, renames))
         stack.extend(reversed(library._linking_libraries))
-    return order
+    return out
 
 
 def _link_raw(root_library, primal: str) -> tuple[llvm.ModuleRef, str]:
@@ -288,20 +303,14 @@ def _link_raw(root_library, primal: str) -> tuple[llvm.ModuleRef, str]:
     unreferenced once callees are inlined (their bodies, environment globals) is discardable.
     """
     linked, primal_text = None, None
-    for library in _reachable_libraries(root_library):
-        texts = _recorded(library)
-        if texts is None:
-            warnings.warn(
-                f"enzyme_py: the pre-optimisation IR of Numba library {library.name!r} is "
-                "unavailable (compiled before enzyme_py.numba_bridge was imported); calls into "
-                "it stay external. Import enzyme_py before compiling Numba functions.",
-                RuntimeWarning, stacklevel=5)
-            continue
+    for texts, renames in _raw_libraries(root_library):
         for text in texts:
             module = llvm.parse_assembly(annotate_runtime(text))
             for value in (*module.functions, *module.global_variables):
                 if value.is_declaration:
                     continue
+                if value.name in renames:
+                    value.name = renames[value.name]
                 if value.name == primal:
                     primal_text = text
                 elif value.linkage in (llvm.Linkage.external, llvm.Linkage.common):
@@ -313,26 +322,35 @@ def _link_raw(root_library, primal: str) -> tuple[llvm.ModuleRef, str]:
     return linked, primal_text
 
 
-def _inline_callees(module: llvm.ModuleRef, primal: str) -> None:
-    """Inline every callee into the primal. Functions left over are called but marked
-    noinline (they stay calls, which the pass judges like any call), called otherwise
-    (recursion: refused), or only referenced by address (exception-argument unwrappers,
-    container destructors); those kept become internal definitions."""
+def _inline_callees(module: llvm.ModuleRef, primal: str) -> set[str]:
+    """Inline every callee into the primal; return the functions marked noinline (they stay
+    calls, which the pass judges like any call). Functions left over are made internal: called
+    noinline functions, recursive ones (refused by `_refuse_recursion`), or ones only
+    referenced by address (exception-argument unwrappers, container destructors)."""
     never_inline = {fn.name for fn in module.functions
                     if any(b"noinline" in a for a in fn.attributes)}
     for fn in module.functions:
         if not fn.is_declaration and fn.name != primal and fn.name not in never_inline:
             fn.add_function_attribute("alwaysinline")
     run_module_passes(module, ("always_inliner", "global_dead_code_eliminate"))
-    called = _called_functions(module.get_function(primal))
     for fn in module.functions:
-        if fn.is_declaration or fn.name == primal:
-            continue
-        if fn.name in called and fn.name not in never_inline:
-            raise UnsupportedError(
-                f"call to {fn.name} cannot be inlined (recursive?)", function=primal,
-                hint="avoid recursion in functions to differentiate")
-        fn.linkage = "internal"
+        if not fn.is_declaration and fn.name != primal:
+            fn.linkage = "internal"
+    return never_inline
+
+
+def _refuse_recursion(module: llvm.ModuleRef, primal: str, never_inline: set[str]) -> None:
+    """A callee still called after inlining (and not noinline) is recursive. Checked on the
+    canonical primal: walking the inlined, unsimplified body through llvmlite takes seconds."""
+    leftover = {fn.name for fn in module.functions
+                if not fn.is_declaration and fn.name != primal and fn.name not in never_inline}
+    if not leftover:
+        return
+    called = leftover & _called_functions(module.get_function(primal))
+    if called:
+        raise UnsupportedError(
+            f"call to {sorted(called)[0]} cannot be inlined (recursive?)", function=primal,
+            hint="avoid recursion in functions to differentiate")
 
 
 def _called_functions(fn: llvm.ValueRef) -> set[str]:

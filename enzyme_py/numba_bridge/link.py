@@ -88,17 +88,21 @@ class Built:
 def lazy_intrinsic(name: str, build: Callable[[tuple], Built]):
     """An ``@intrinsic`` ``f(*args)`` calling ``build(argtypes).symbol``.
 
-    ``build`` runs once per distinct (unliteral) argument types, at typing time; its library is
-    compiled once and linked into every caller.
+    ``build`` runs once per distinct (unliteral) argument types, at typing time; the library of
+    each symbol it returns is compiled once and linked into every caller.
     """
     specialisations: dict[tuple, tuple[Built, CodeLibrary] | Exception] = {}
+    libraries: dict[str, CodeLibrary] = {}   # by symbol: build may return one Built for several
 
     def specialise(argtypes: tuple) -> tuple[Built, CodeLibrary]:
         entry = specialisations.get(argtypes)
         if entry is None:
             try:
                 built = build(argtypes)
-                entry = built, compile_library(built.module_text, name, built.linking_libraries)
+                if built.symbol not in libraries:
+                    libraries[built.symbol] = compile_library(built.module_text, name,
+                                                              built.linking_libraries)
+                entry = built, libraries[built.symbol]
             except Exception as exc:  # cached: typing may ask again, build must not rerun
                 entry = exc
             specialisations[argtypes] = entry

@@ -36,29 +36,90 @@ def shadowed_allocations(fn: Function, info: ActivityInfo, diag: Diagnostics,
                     "of a Python list or other container?)", inst,
                     "keep active values in NumPy arrays (np.empty), not Python containers")
             allocs.add(meminfo)
-    for inst in fn.instructions():
-        if any(op in allocs for op in inst.operands) and inst.opcode != "icmp" and \
-                inst.callee_name not in (NRT_DATA, *_REFCOUNT) and \
-                not _returned(inst, retptr, info) and \
-                not (inst.opcode == "store" and never_reloaded(fn, inst)):
-            if inst.opcode == "store" and retptr is not None \
-                    and pointer_base(inst.operands[1]) is retptr:
-                raise diag.unsupported(
-                    "a returned array holds active values, but the return value is not "
-                    "differentiated (ret='const')", inst,
-                    "leave ret at its default so the returned array is differentiated "
-                    "(reverse mode then takes its adjoint d_ret)")
-            raise diag.unsupported("an array holding active values escapes the function "
-                                   "(returned, stored or passed to a call)", inst,
-                                   "write the result into an output array argument marked "
-                                   "'dup' instead of returning it")
+    _refuse_escapes(fn, allocs, diag, retptr, info)
     return allocs
+
+
+def meminfo_merges(fn: Function, allocs: set[Instruction]) -> list[Instruction]:
+    """The phis and selects through which the meminfo of a shadowed allocation flows (e.g. one
+    decref at the join of two branches, of either array or of another meminfo)."""
+    merges: list[Instruction] = []
+    flowing: set[Value] = set(allocs)
+    changed = True
+    while changed:
+        changed = False
+        for inst in fn.instructions():
+            if inst not in flowing and _merges(inst, flowing):
+                flowing.add(inst)
+                merges.append(inst)
+                changed = True
+    return merges
+
+
+def _merges(inst: Instruction, meminfos: set[Value]) -> bool:
+    values = inst.operands[1:] if inst.opcode == "select" else inst.operands
+    return inst.opcode in ("phi", "select") and any(v in meminfos for v in values)
+
+
+def _refuse_escapes(fn: Function, allocs: set[Instruction], diag: Diagnostics,
+                    retptr: Value | None, info: ActivityInfo) -> None:
+    """The meminfo of a shadowed allocation may only be compared, asked for its data, reference
+    counted, merged by phis/selects whose results are used the same way, returned through a
+    shadowed return slot, or parked in a stack slot nothing reads back. Anything else (stored,
+    passed to a call) lets the array outlive what the pass tracks."""
+    merges = meminfo_merges(fn, allocs)
+    meminfos = set(allocs) | set(merges)
+    for inst in fn.instructions():
+        if inst in merges or inst.opcode == "icmp" or inst.callee_name in (NRT_DATA, *_REFCOUNT):
+            continue
+        if inst.opcode == "store" and (_returned(inst, retptr, info) or never_reloaded(fn, inst)):
+            continue
+        escaping = next((op for op in inst.operands if op in meminfos), None)
+        if escaping is not None:
+            raise diag.unsupported(*_escape_message(fn, inst, retptr),
+                                   located=_origin(escaping, allocs))
 
 
 def _returned(inst: Instruction, retptr: Value | None, info: ActivityInfo) -> bool:
     """A store of the allocation into the (shadowed) return slot."""
     return retptr is not None and retptr in info.shadowed and inst.opcode == "store" \
         and pointer_base(inst.operands[1]) is retptr
+
+
+def _origin(meminfo: Value, allocs: set[Instruction]) -> Instruction | None:
+    """The allocation a (possibly merged) meminfo comes from, for the error's location."""
+    seen: set[int] = set()
+    work = [meminfo]
+    while work:
+        v = work.pop()
+        if v in allocs:
+            return v  # type: ignore[return-value]
+        if isinstance(v, Instruction) and id(v) not in seen:
+            seen.add(id(v))
+            work.extend(v.operands)
+    return None
+
+
+def _escape_message(fn: Function, inst: Instruction,
+                    retptr: Value | None) -> tuple[str, Instruction, str]:
+    what = "an array holding active values escapes the function: "
+    hint = ("not supported yet: compute the result with explicit loops into an output array "
+            "argument marked 'dup', or into a temporary from np.empty")
+    if inst.opcode == "store" and retptr is not None and pointer_base(inst.operands[1]) is retptr:
+        return ("a returned array holds active values, but the return value is not "
+                "differentiated (ret='const')", inst,
+                "leave ret at its default so the returned array is differentiated "
+                "(reverse mode then takes its adjoint d_ret)")
+    if inst.opcode == "call":
+        return what + f"it is passed to '{inst.callee_name}'", inst, hint
+    if inst.opcode == "store" and pointer_base(inst.operands[1]) in fn.args:
+        return (what + "it is returned (or stored into an argument)", inst,
+                "write the result into an output array argument marked 'dup' instead of "
+                "returning it")
+    if inst.opcode == "store":
+        return (what + "it is stored into memory (a tuple, a list, or an array-building helper "
+                "such as np.median or np.linalg.*)", inst, hint)
+    return what + f"it flows into '{inst.opcode}'", inst, hint
 
 
 def allocate_shadow(b: Builder, module: Module, size: Value, align: Value) -> tuple[Value, Value]:

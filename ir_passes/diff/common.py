@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from ..analysis.activity import ActivityInfo, carries_float
 from ..diagnostics import Diagnostics
+from ..errors import UnsupportedError
 from ..ir.builder import Builder
+from ..known_calls import known_problem
 from ..ir.values import Argument, ConstFloat, Function, Instruction, Value
-from .memory import pointer_base
+from .memory import NRT_DATA, NRT_RAW_ALLOC, pointer_base
 from .reverse.tape import TAPE_PREFIX
 from .spec import DiffSpec
 
@@ -39,6 +41,17 @@ def check_store(diag: Diagnostics, spec: DiffSpec, primal: Function, info: Activ
     raise diag.unsupported(
         f"active value stored into memory without a shadow ({describe_memory(spec, ptr)})",
         inst, "mark that array 'dup' so its derivative is tracked")
+
+
+def refuse_known_problem_calls(diag: Diagnostics, primal: Function, info: ActivityInfo) -> None:
+    """Refuse, before any code is emitted, active calls nothing can differentiate yet (matrix
+    products, np.linalg, containers, uncaptured functions): their message is the most precise
+    one, and failing before synthesis is fast."""
+    for inst in primal.instructions():
+        if inst.opcode == "call" and known_problem(inst.callee_name) is not None and (
+                inst in info.varied or
+                any(op in info.varied or op in info.shadowed for op in inst.operands)):
+            raise diag.unsupported_call(inst)
 
 
 def check_reinterpretation(diag: Diagnostics, info: ActivityInfo, inst: Instruction) -> None:
@@ -78,6 +91,23 @@ def unknown_shadow_pointer(diag: Diagnostics, inst: Instruction) -> Exception:
     return diag.unsupported(f"pointer produced by '{inst.opcode}' into shadowed memory", inst)
 
 
+def mixed_memory_error(diag: Diagnostics, spec: DiffSpec, ptr: Value,
+                       user: Instruction) -> UnsupportedError:
+    """`user` merges pointers into shadowed memory with `ptr`, which has no shadow."""
+    memory = describe_memory(spec, ptr)
+    if memory == LOCAL_ARRAY:
+        hint = ("not supported yet: an array allocated in the function without active values "
+                "meets one with active values here (np.where, a conditional assignment); write "
+                "the computation as an explicit loop")
+    else:
+        hint = f"mark every array reaching this instruction dup ({memory})"
+    return diag.unsupported("a pointer that may address either shadowed or unshadowed memory",
+                            user, hint)
+
+
+LOCAL_ARRAY = "an array allocated in the function"
+
+
 def describe_memory(spec: DiffSpec, ptr: Value) -> str:
     """What memory `ptr` addresses, in the user's terms (for error messages)."""
     base = pointer_base(ptr)
@@ -85,6 +115,8 @@ def describe_memory(spec: DiffSpec, ptr: Value) -> str:
         p = spec.param_of_arg(base.index)
         if p is not None:
             return f"array '{p.name}' is {p.activity.value}"
+    if isinstance(base, Instruction) and base.callee_name in (NRT_DATA, NRT_RAW_ALLOC):
+        return LOCAL_ARRAY
     if isinstance(base, Instruction) and base.opcode == "call":
         return f"memory returned by '{base.callee_name}'"
     if _from_tape(ptr):

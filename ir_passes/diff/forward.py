@@ -27,9 +27,11 @@ from ..ir.values import (Argument, Block, Constant, Function, Instruction, Modul
                          Value, const_int, zero)
 from .allocations import (allocate_raw_shadow, allocate_shadow, data_pointer, free_raw, refcount,
                           shadowed_allocations)
+from .allocations import meminfo_merges
 from .blas import DOT, dot_operands, dot_type, is_dot
 from .common import (check_pointer_to_int, check_reinterpretation, check_store,
-                     describe_memory, fast_math_of, scale, unknown_shadow_pointer)
+                     describe_memory, fast_math_of, mixed_memory_error,
+                     refuse_known_problem_calls, scale, unknown_shadow_pointer)
 from .memory import (INERT_CALLS, MEMORY_INTRINSICS, NRT_DATA, NRT_RAW_ALLOC, NRT_RAW_FREE,
                      is_memory_intrinsic, pointer_base)
 from .forward_returns import complete_tangent
@@ -72,8 +74,11 @@ class _Forward:
         self.info: ActivityInfo = analyze_activity(self.primal, varied, shadowed)
         self.retptr = self.primal.args[self.spec.retptr]
         self.untracked_arrays = False
+        refuse_known_problem_calls(self.diag, self.primal, self.info)
         self.allocs = shadowed_allocations(self.primal, self.info, self.diag, self.retptr)
+        self.merged_meminfos = set(meminfo_merges(self.primal, self.allocs))
         self.meminfo_shadows: dict[Value, Value] = {}
+        self.meminfo_phis: list[tuple[Instruction, Instruction]] = []
         self.alloc_sizes: dict[Value, Value] = {}
         entry = self.fn.add_block("entry")
         order = reverse_post_order(self.primal)
@@ -155,6 +160,10 @@ class _Forward:
         self.vmap[inst] = clone
         if inst in self.allocs:
             self._shadow_allocation(inst)
+        elif inst in self.merged_meminfos:      # a select of meminfos: select their shadows
+            c, x, y = inst.operands
+            self.meminfo_shadows[inst] = self.b.select(self._map(c), self._meminfo_shadow(x),
+                                                       self._meminfo_shadow(y))
         elif inst in self.info.shadowed:
             self._shadow_pointer(inst)
         elif inst in self.info.varied:
@@ -218,10 +227,9 @@ class _Forward:
             inst.callee_name or "", inst.type)
         rule = lookup(name)
         if rule is None:
-            what = f"call to '{inst.callee_name}'" if inst.opcode == "call" else \
-                f"instruction '{inst.opcode}'"
-            raise self.diag.unsupported(f"no derivative rule for {what}", inst,
-                                        f"register a derivative rule: enzyme_py.register_rule({name!r}, ...)")
+            raise self.diag.unsupported_call(inst) if inst.opcode == "call" else \
+                self.diag.unsupported(f"no derivative rule for instruction '{inst.opcode}'",
+                                      inst, "not supported yet")
         args = [self._map(a) for a in inst.operands]
         partials = rule.partials(self.m, args, clone)
         total: Value | None = None
@@ -265,6 +273,11 @@ class _Forward:
         self.meminfo_shadows[inst] = allocate_shadow(b, self.module, total, align)[0]
         self.alloc_sizes[inst] = size
 
+    def _meminfo_shadow(self, meminfo: Value) -> Value:
+        """The shadow meminfo mirroring `meminfo`'s reference counts (null when it has none:
+        NRT_incref/NRT_decref ignore null)."""
+        return self.meminfo_shadows.get(meminfo, zero(PTR))
+
     def _lanes_of(self, data: Value, meminfo: Value) -> Value:
         if self.width == 1:
             return data
@@ -275,9 +288,7 @@ class _Forward:
     def _shadow_of(self, ptr: Value, user: Instruction) -> Value:
         s = self.shadows.get(ptr)
         if s is None:
-            raise self.diag.unsupported(
-                "a pointer that may address either shadowed or unshadowed memory", user,
-                f"mark every array reaching this instruction dup ({describe_memory(self.spec, ptr)})")
+            raise mixed_memory_error(self.diag, self.spec, ptr, user)
         return s
 
     def _shadow_alloca(self, inst: Instruction) -> Value:
@@ -360,8 +371,7 @@ class _Forward:
             return self._memory_intrinsic(inst, name)
         if is_dot(inst):
             return self._dot_tangent(inst)
-        raise self.diag.unsupported(f"call to '{name}' with active arguments", inst,
-                                    f"register a derivative rule: enzyme_py.register_rule({name!r}, ...)")
+        raise self.diag.unsupported_call(inst)
 
     def _dot_tangent(self, inst: Instruction) -> None:
         """(x . y)' = x' . y + x . y', one more BLAS call per shadowed operand and lane."""
@@ -429,6 +439,10 @@ class _Forward:
         elif inst in self.info.varied:
             tphi = self.b.phi(self._tangent_type(inst.type), (inst.name or "") + "'")
             self.tangents[inst] = tphi
+        elif inst in self.merged_meminfos:
+            mphi = self.b.phi(PTR, (inst.name or "") + "'")
+            self.meminfo_shadows[inst] = mphi
+            self.meminfo_phis.append((inst, mphi))
         self.phis.append((inst, clone, tphi, sphi))
 
     def shadows_type(self) -> Type:
@@ -445,6 +459,10 @@ class _Forward:
                     add_incoming(tphi, self.tangent(v), nb)
                 if sphi is not None:
                     add_incoming(sphi, self._shadow_of(v, inst), nb)
+        for inst, mphi in self.meminfo_phis:
+            for v, blk in zip(inst.operands, inst.incoming):
+                if blk in self.blocks:
+                    add_incoming(mphi, self._meminfo_shadow(v), self.blocks[blk])
 
     def _return(self, inst: Instruction) -> None:
         b, spec = self.b, self.spec

@@ -284,7 +284,7 @@ def test_recursion_is_unsupported():
         capture(uses_fib, (f8,))
 
 
-def test_callee_without_recorded_ir_stays_external():
+def test_callee_without_recorded_ir_is_compiled_again_and_inlined():
     @njit
     def inner(x):
         return x + 1.0
@@ -295,9 +295,8 @@ def test_callee_without_recorded_ir_stays_external():
 
     inner.compile((f8,))
     del cap._raw_modules[inner.overloads[(f8,)].library]   # as if compiled before import
-    with pytest.warns(RuntimeWarning, match="pre-optimisation IR"):
-        captured = capture(outer, (f8,))
-    assert _callees(captured) == {inner.overloads[(f8,)].fndesc.llvm_func_name}
+    captured = capture(outer, (f8,))
+    assert _callees(captured) == set()
 
 
 def test_rejects_non_dispatchers_and_parallel():

@@ -141,6 +141,7 @@ def test_subprocesses(tmp_path):
         ; CHECK: enzyme-py: error: cannot differentiate: active value stored into memory without a shadow (array 'out' is const)
         ; CHECK-NEXT: instruction: store double
         ; CHECK: at {{.*}}tests/cli/samples.py:{{[0-9]+}}
+        ; CHECK-NEXT: code: out[0] = 2.0 * x[0]
         ; CHECK-NEXT: fix: mark that array 'dup'
     """)
     for r in results:

@@ -37,7 +37,8 @@ from ..allocations import (allocate_raw_shadow, allocate_shadow, data_pointer, f
                            shadowed_allocations)
 from ..blas import axpy_function, dot_operands, dot_type, is_dot
 from ..common import (check_pointer_to_int, check_reinterpretation, check_store,
-                      describe_memory, fast_math_of, scale, unknown_shadow_pointer)
+                      describe_memory, fast_math_of, mixed_memory_error,
+                      refuse_known_problem_calls, scale, unknown_shadow_pointer)
 from ..memory import (INERT_CALLS, MEMORY_INTRINSICS, NRT_DATA, NRT_RAW_ALLOC, NRT_RAW_FREE,
                       is_memory_intrinsic, pointer_base)
 from ..returns import is_exceptional_return, pack_results, release_arrays, return_slot
@@ -108,6 +109,7 @@ class _Reverse:
     # ------------------------------------------------------------ driver
     def run(self) -> Function:
         self.info: ActivityInfo = analyze_activity(self.primal, *self._seeds())
+        refuse_known_problem_calls(self.diag, self.primal, self.info)
         self.allocs = shadowed_allocations(self.primal, self.info, self.diag,
                                            self.primal.args[self.spec.retptr])
         self.speculated = _feeding_selects(self.primal)
@@ -259,9 +261,7 @@ class _Reverse:
     def _fshadow_of(self, ptr: Value, user: Instruction) -> Value:
         s = self.fshadow.get(ptr)
         if s is None:
-            raise self.diag.unsupported(
-                "a pointer that may address either shadowed or unshadowed memory", user,
-                f"mark every array reaching this instruction dup ({describe_memory(self.spec, ptr)})")
+            raise mixed_memory_error(self.diag, self.spec, ptr, user)
         return s
 
     def _mirror_returned_pointer(self, inst: Instruction) -> None:
@@ -295,8 +295,7 @@ class _Reverse:
                         f"'{name}' copies active values into memory without a shadow "
                         f"({describe_memory(self.spec, inst.operands[0])})", inst)
             elif lookup(math_rule_name(name, inst.type)) is None:
-                raise self.diag.unsupported(f"call to '{name}' with active arguments", inst,
-                                            f"register a derivative rule: enzyme_py.register_rule({name!r}, ...)")
+                raise self.diag.unsupported_call(inst)
         elif op == "ptrtoint":
             check_pointer_to_int(self.diag, self.primal, self.info, inst)
         elif op == "bitcast":
@@ -640,8 +639,9 @@ class _Reverse:
             inst.callee_name or "", inst.type)
         rule = lookup(name)
         if rule is None:
-            raise self.diag.unsupported(f"no derivative rule for '{name}'", inst,
-                                        f"register a derivative rule: enzyme_py.register_rule({name!r}, ...)")
+            raise self.diag.unsupported_call(inst) if inst.opcode == "call" else \
+                self.diag.unsupported(f"no derivative rule for instruction '{name}'", inst,
+                                      "not supported yet")
         ops = inst.operands
         wanted = [i for i, o in enumerate(ops) if o in self.info.varied]
         needs, needs_res = rule_needs(rule, tuple(o.type for o in ops), inst.type,

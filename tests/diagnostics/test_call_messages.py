@@ -1,0 +1,151 @@
+"""Errors for ordinary NumPy code the pass cannot differentiate yet name the construct in the
+user's terms, the Python file:line with its code, and a fix that works -- or say plainly that it
+is not supported yet. `register_rule` is suggested only for external scalar functions, and it
+refuses the symbols it cannot describe. Exact messages (regular expressions), both modes; the
+fixes the messages name are checked to work. Source lines are found through ``# msg:<case>``
+markers, so the tests do not depend on line numbers.
+"""
+from __future__ import annotations
+
+import re
+
+import numba
+import numpy as np
+import pytest
+
+from enzyme_py import UnsupportedError, derive_diff, register_rule
+from tests.support.gradcheck import check_forward, check_inner_product, check_reverse
+
+
+def _marker_lines() -> dict[str, int]:
+    with open(__file__, encoding="utf-8") as fh:
+        return {m.group(1): n for n, line in enumerate(fh, 1)
+                if (m := re.search(r"# msg:([\w-]+)$", line))}
+
+
+@numba.njit
+def matmul(A, B):
+    return (A @ B).sum()  # msg:matmul
+
+
+@numba.njit
+def inverse(A, x):
+    return np.linalg.inv(A).sum() * x[0]  # msg:inv
+
+
+@numba.njit
+def norm(A, x):
+    return np.linalg.norm(x) * A[0, 0]  # msg:norm
+
+
+@numba.njit
+def in_a_list(A, x):
+    arrays = [x * 2.0, x * A[0, 0]]  # msg:stored
+    return arrays[0].sum() + arrays[1][1]
+
+
+@numba.njit
+def with_dict(A, x):
+    d = {}
+    d[0] = x[0] * A[0, 0]  # msg:dict
+    return d[0]
+
+
+@numba.njit
+def where(A, x):
+    return np.where(x > 0.5, x, 0.0).sum() * A[0, 0]  # msg:where
+
+
+_NOT_YET = "not differentiable yet"
+_LINALG_FIX = (r"np\.linalg is not differentiable yet: write the algorithm with loops over "
+               r"NumPy arrays \(e\.g\. Gaussian elimination for a solve\), or pass its result "
+               r"as a 'const' argument when it does not depend on differentiated inputs")
+_ESCAPE_FIX = (r"not supported yet: compute the result with explicit loops into an output "
+               r"array argument marked 'dup', or into a temporary from np\.empty")
+
+# case -> (primal, what (regex), instruction (regex), fix (regex))
+CASES = {
+    "matmul": (matmul, r"matrix product \(BLAS numba_xxgem[mv]: A @ B, (A @ x, )?np\.dot or "
+               r"np\.matmul\)", r".*call i32 @numba_xxgem[mv]\(.*",
+               r"matrix products are not differentiable yet: write the product as a loop "
+               r"\(for i, k: y\[i\] \+= A\[i, k\] \* x\[k\]; for two matrices, for i, j, k: "
+               r"C\[i, j\] \+= A\[i, k\] \* B\[k, j\]\)"),
+    "inv": (inverse, r"LU factorisation \(LAPACK numba_xxgetrf: np\.linalg\.inv, det, slogdet "
+            r"or solve\)", r".*call i32 @numba_xxgetrf\(.*", _LINALG_FIX),
+    "norm": (norm, r"vector norm \(numba_xxnrm2: np\.linalg\.norm of a vector\)",
+             r".*call i32 @numba_xxnrm2\(.*",
+             r"np\.linalg\.norm is not differentiable yet: write np\.sqrt\(np\.sum\(x \* x\)\)"),
+    "stored": (in_a_list, r"an array holding active values escapes the function: it is stored "
+               r"into memory \(a tuple, a list, or an array-building helper such as np\.median "
+               r"or np\.linalg\.\*\)", r"store ptr .*", _ESCAPE_FIX),
+    "dict": (with_dict, r"Python dict operation \('numba_dict_insert'\) on active values",
+             r".*call i32 @numba_dict_insert\(.*",
+             r"Python containers are not differentiable: keep active values in NumPy arrays "
+             r"\(np\.empty\), not in a dict"),
+    "where": (where, r"a pointer that may address either shadowed or unshadowed memory",
+              r".* = (phi|select) .*",
+              r"not supported yet: an array allocated in the function without active values "
+              r"meets one with active values here \(np\.where, a conditional assignment\); "
+              r"write the computation as an explicit loop"),
+}
+
+
+def _pattern(case: str) -> str:
+    _, what, instruction, fix = CASES[case]
+    line = _marker_lines()[case]
+    return (rf"cannot differentiate: {what}\n  instruction: {instruction}\n"
+            rf"  in function \S+, block \S+\n  at {re.escape(__file__)}:{line}\n"
+            rf"  code: .*# msg:{case}\n  fix: {fix}")
+
+
+def _args(case: str) -> tuple:
+    A = np.array([[2.0, 0.5], [0.3, 3.0]])
+    return (A, A.T.copy()) if case == "matmul" else (A, np.array([0.7, 1.3]))
+
+
+@pytest.mark.parametrize("mode", ["reverse", "forward"])
+@pytest.mark.parametrize("case", list(CASES))
+def test_message_names_the_construct_the_line_and_a_fix(case, mode):
+    if case == "matmul":
+        pytest.importorskip("scipy")
+    df = derive_diff(CASES[case][0], None, ["dup", "dup"], mode=mode)
+    call = []
+    for a in _args(case):
+        call += [a, np.zeros_like(a) if mode == "reverse" else np.ones_like(a)]
+    with pytest.raises(UnsupportedError) as err:
+        df(*call)
+    assert re.fullmatch(_pattern(case), str(err.value)), str(err.value)
+    assert "register_rule" not in str(err.value)
+
+
+def sqrt_of_sum(x):
+    return np.sqrt(np.sum(x * x))
+
+
+def cumulative_loop(x):
+    c = np.empty_like(x)
+    acc = 0.0
+    for i in range(x.shape[0]):
+        acc += x[i]
+        c[i] = acc * acc
+    return c.sum()
+
+
+@pytest.mark.parametrize("fix", [sqrt_of_sum, cumulative_loop])
+def test_the_fixes_the_messages_name_work(fix):
+    args = (np.array([0.7, -1.3, 2.1]),)
+    check_forward(fix, args)
+    check_reverse(fix, args)
+    check_inner_product(fix, args)
+
+
+@pytest.mark.parametrize("symbol, why", [
+    ("numba_xxgemm", r"'numba_xxgemm' is not one: matrix product \(BLAS numba_xxgemm"),
+    ("numba_xgesv", r"'numba_xgesv' is not one: linear solve \(LAPACK numba_xgesv"),
+    ("numba_dict_insert", r"'numba_dict_insert' is not one: Python dict operation"),
+    ("_ZN8__main__6helperB2v1B38c8tJTIeFIjxB2IKSgI4CrvQClQZ6FczSBAA_3dEd",
+     r"is the Numba-compiled function __main__\.helper: its body is differentiated directly"),
+])
+def test_register_rule_refuses_what_it_cannot_describe(symbol, why):
+    with pytest.raises(ValueError, match=why):
+        register_rule(symbol, lambda m, args, res: [None] * len(args))
