@@ -22,44 +22,45 @@ from numba.extending import overload
 from ir_passes.errors import ActivityError
 
 from .activities import parse_spec
-from .numba_bridge.link import lazy_intrinsic, njit_wrapper
-from .specialize import Specializer, check_disjoint, check_lanes, check_shadow
+from .call_checks import NAMESPACE as CHECKS
+from .call_boundary import guard_first_calls
+from .numba_bridge.link import lazy_intrinsic, njit_wrapper, raise_failed
+from .specialize import Specializer
 
 _stub_ids = itertools.count()
 
 
 def derive_diff(f, name: str | None, activities, mode: str = "reverse", *, ret: str | None = None,
                 return_primal: bool = False, width: int = 1) -> Dispatcher:
-    """The derivative of `f` (a Python function or `numba.njit` dispatcher) as a dispatcher.
-
-    `activities` gives one of "const", "dup", "active", "dupnoneed" per parameter (a sequence
-    or a comma-separated string). See API.md for the calling conventions of each mode.
-    """
+    """DOC"""
     primal = f if isinstance(f, Dispatcher) else njit(f)
     spec = parse_spec(primal.py_func, activities, mode, ret, width, return_primal)
     name = name or f"d_{primal.py_func.__name__}"
     specializer = Specializer(primal, name, spec)
-    call = lazy_intrinsic(f"enzyme_{name}", specializer.build)
-    params = specializer.wrapper_params()
-    arglist = ", ".join(params)
+    call = lazy_intrinsic(f"enzyme_{_ident(name)}", specializer.build, deferred=True)
+    arglist = ", ".join(specializer.wrapper_params())
 
-    stub_name = f"__enzyme_stub_{next(_stub_ids)}"
     stub_scope: dict = {}
-    exec(f"def {stub_name}({arglist}):\n    raise NotImplementedError\n", stub_scope)
-    stub = stub_scope[stub_name]
+    exec(f"def stub({arglist}):\n    raise NotImplementedError\n", stub_scope)
+    stub = stub_scope["stub"]
+    stub.__name__ = stub.__qualname__ = f"__enzyme_stub_{next(_stub_ids)}"
 
     def make_impl(argtypes: tuple):
-        scope = {"__call": call, "np": np, "check_shadow": check_shadow,
-                 "check_lanes": check_lanes, "check_disjoint": check_disjoint}
+        scope = {"__call": call, "__raise_failed": raise_failed, "np": np, **CHECKS}
         exec(specializer.wrapper_source(argtypes), scope)
         return scope["impl"]
 
     typer_scope = {"make_impl": make_impl}
     exec(f"def typer({arglist}):\n    return make_impl(({arglist},))\n", typer_scope)
-    overload(stub)(typer_scope["typer"])
-    dispatcher = njit_wrapper(f"def {_ident(name)}({arglist}):\n"
-                              f"    return __stub({arglist})\n", _ident(name), {"__stub": stub})
+    # inlined: the wrapper is one function, so an exception leaves it with nothing held
+    overload(stub, inline="always")(typer_scope["typer"])
+    # defaults: a call missing arguments reaches the typer, which names them
+    defaults = ", ".join(f"{a}=None" for a in specializer.wrapper_params())
+    source = f"def derivative({defaults}):\n    return stub({arglist})\n"
+    dispatcher = njit_wrapper(source, "derivative", {"stub": stub},
+                              as_name=name if name.isidentifier() else _ident(name))
     dispatcher.enzyme = specializer
+    guard_first_calls(dispatcher, name, specializer.argument_labels())
     return dispatcher
 
 
