@@ -1,13 +1,14 @@
-"""The public entry points: `derive_diff` and the `@autodiff` decorator (see API.md).
+"""The public entry points: `derive_diff` and the `@autodiff` decorator.
 
 `derive_diff` checks the activity specification at once and returns a Numba dispatcher. The
 first call with new argument types (from Python or from `@njit` code) specialises it: the
 primal is captured for those types, differentiated by `ir_passes`, and linked back; later
 calls reuse the compiled specialisation.
 
-Mechanics: the dispatcher's body calls a stub whose `@overload` runs at typing time and
-generates the wrapper for the concrete types (shadow shape checks, the width-k tangent
-buffer), which in turn calls the derivative through a lazily built `@intrinsic`.
+Mechanics: the dispatcher's body calls a stub whose inlined `@overload` runs at typing time and
+generates the wrapper for the concrete types (argument checks, the width-k tangent buffer),
+which in turn calls the derivative through a lazily built `@intrinsic`. Generated code names
+arguments `a0, a1, ...`; the user's names only appear in messages.
 """
 from __future__ import annotations
 
@@ -32,7 +33,40 @@ _stub_ids = itertools.count()
 
 def derive_diff(f, name: str | None, activities, mode: str = "reverse", *, ret: str | None = None,
                 return_primal: bool = False, width: int = 1) -> Dispatcher:
-    """DOC"""
+    """The derivative of `f` (a Python function or `numba.njit` dispatcher), as a Numba
+    dispatcher named `name` (default `d_<f's name>`).
+
+    activities: one word per parameter of `f`, in order (a sequence or "a, b, ..."):
+      "const"      no derivative; pass `p`. Integers, booleans and other non-float data
+                   are always const.
+      "active"     reverse mode, float scalars: pass `p`; its gradient is returned.
+      "dup"        pass `p` and then its shadow: in reverse mode `d_p` (an array shaped and
+                   strided like `p`) into which the gradient is accumulated (`d_p += ...`);
+                   in forward mode `t_p`, the tangent (direction) of `p` (a float or array).
+      "dupnoneed"  like "dup"; results the function writes through `p` may be skipped.
+    mode="reverse": `df(p or p, d_p, ...)` returns the tuple of gradients of the "active"
+      parameters (`()` if none); a float return value is seeded with 1.0 (`ret="active"`, the
+      default; `ret="const"` ignores it). Arrays the function writes (outputs) are seeded
+      through their shadow: `d_out` holds the incoming adjoint and is consumed (left zeroed),
+      so a vector-Jacobian product is: `v` in `d_out`, zeros in `d_in`, call `df`.
+      `return_primal=True` returns `(value, gradients)`.
+    mode="forward": `df(p or p, t_p, ...)` returns `(value, tangent)` for a float return
+      (`ret="dupnoneed"`: the tangent only); tangents of written arrays land in their
+      tangent arrays. `width=k` (vector mode): every tangent gains a leading axis of length k
+      and the returned tangent is an array of k directional derivatives.
+
+    `df` compiles lazily per argument types, like `numba.njit`, and can be called from
+    Python and from `@njit` code (e.g. an optimisation loop). Exceptions the function raises
+    are raised by `df` too.
+
+    Errors: `ActivityError` (a ValueError) for a bad specification, raised here, or at the
+    first call when it depends on types (e.g. an int passed for an "active" float);
+    `ArgumentError` (an ActivityError) at a call whose arguments do not fit: missing
+    shadows (named), a shadow with another shape, strides or dtype, a read-only array that
+    would be written, or array arguments sharing memory when one of them is written;
+    `UnsupportedError` (a NotImplementedError) at the first call for a construct the pass
+    cannot differentiate, naming it, its Python file:line and a workaround.
+    """
     primal = f if isinstance(f, Dispatcher) else njit(f)
     spec = parse_spec(primal.py_func, activities, mode, ret, width, return_primal)
     name = name or f"d_{primal.py_func.__name__}"
@@ -70,10 +104,16 @@ def _ident(name: str) -> str:
 
 
 class autodiff:
-    """`@autodiff(mode="reverse", args=("dup", "const"))`: a primal that knows its derivative.
+    """`@autodiff(mode="reverse", args=("dup", "const"), name=None, ret=None,
+    return_primal=False, width=1, **njit_options)`: a primal that knows its derivative.
 
-    Calling it runs the primal (compiled by Numba); `.derivative` is what `derive_diff`
-    returns; `.inspect(stage)` shows the IR of a stage for the signatures compiled so far.
+    Decorates a plain Python function (compiled with `numba.njit(**njit_options)`) or an
+    existing njit dispatcher. Calling the result runs the primal; `.derivative` is what
+    `derive_diff(f, name or "d_<f>", args, mode, ret=..., return_primal=..., width=...)`
+    returns (see `derive_diff` for activities, calling conventions and errors);
+    `.inspect(stage)` returns the IR text of a stage ("primal", "preprocessed", "activity",
+    "derivative", "optimized") for every signature the derivative was called with so far.
+    A bad `args` raises `ActivityError` at decoration time.
     """
 
     def __init__(self, fn=None, *, mode: str = "reverse", args=None, name: str | None = None,
