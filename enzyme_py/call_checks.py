@@ -66,7 +66,10 @@ def _shadow_lines(label: str, name: str, p: str, ptype, s: str, stype, width: in
     """Type checks of a shadow (now) and its shape/stride checks (source lines)."""
     if width > 1:
         return _lane_lines(label, name, p, ptype, s, stype, width)
-    if not isinstance(ptype, types.Array):
+    if not isinstance(ptype, types.Array):          # forward mode: a float's tangent
+        if types.unliteral(stype) != ptype:
+            raise ArgumentError(f"{label} must be a {ptype} like '{name}', not {stype} "
+                                "(e.g. 1.0, not 1)")
         return []
     if not isinstance(stype, types.Array) or stype.ndim != ptype.ndim:
         raise ArgumentError(f"{label} must be an array like '{name}' ({ptype}), not {stype}")

@@ -313,6 +313,17 @@ def test_first_call_errors_come_alone(call, error, match):
     assert _frames(exc) <= 3, traceback.format_tb(exc.__traceback__)
 
 
+@pytest.mark.parametrize("tangent, shown", [(1, "int64"), (np.float32(1.0), "float32"),
+                                             (np.ones(2), r"array\(float64, 1d, C\)")])
+def test_float_tangent_of_another_type_is_refused(tangent, shown):
+    """It would be reinterpreted as a float64 (a wrong tangent), so it is refused."""
+    d = derive_diff(bilinear, None, ("dup", "dup"), mode="forward")
+    with pytest.raises(ArgumentError, match=rf"^the tangent of 'x' must be a float64 like "
+                       rf"'x', not {shown} \(e\.g\. 1\.0, not 1\)$"):
+        d(0.5, tangent, 2.0, 0.0)
+    assert d(0.5, 1.0, 2.0, 0.0)[1] == pytest.approx(2 * 0.5 * 2.0 + 2.0 * math.cos(1.0))
+
+
 # --------------------------------------------------------------------------------- docstrings
 
 @pytest.mark.parametrize("obj", [enzyme_py.derive_diff, enzyme_py.autodiff,
