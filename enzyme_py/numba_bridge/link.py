@@ -5,7 +5,8 @@ A derivative is a function in Numba's own ABI, ``i32 @sym(ptr retptr, ptr excinf
 library (``compile_library``). ``lazy_intrinsic`` makes an ``@intrinsic`` that, per distinct
 argument types, asks a ``build`` callback for the IR at typing time, compiles it once and emits
 a call with Numba's calling convention, propagating the status exactly as a call to the primal
-would. ``njit_wrapper`` compiles generated Python source (``def d_f(x, dx): return
+would -- or, ``deferred``, returning it for ``raise_failed`` to propagate once the caller has
+released its arrays. ``njit_wrapper`` compiles generated Python source (``def d_f(x, dx): return
 __call(x, dx)``) to a dispatcher callable from Python and from other ``@njit`` code, where the
 call is inlined.
 
