@@ -32,10 +32,12 @@ class ActivitySpec:
 
 
 def parse_spec(pyfunc, activities, mode: str, ret: str | None, width: int,
-               return_primal: bool) -> ActivitySpec:
+               return_primal: bool, names=None) -> ActivitySpec:
+    """`names`: how to call the parameters in messages, if not by `pyfunc`'s own names (a
+    derivative's parameters are generated; its argument labels are given instead)."""
     if mode not in MODES:
         raise ActivityError(f"mode must be 'forward' or 'reverse', not {mode!r}")
-    params = _parameters(pyfunc)
+    params = _parameters(pyfunc) if names is None else list(names)
     words = activities.split(",") if isinstance(activities, str) else list(activities)
     words = [str(w).strip() for w in words]
     if len(words) != len(params):

@@ -68,7 +68,9 @@ def derive_diff(f, name: str | None, activities, mode: str = "reverse", *, ret: 
     cannot differentiate, naming it, its Python file:line and a workaround.
     """
     primal = f if isinstance(f, Dispatcher) else njit(f)
-    spec = parse_spec(primal.py_func, activities, mode, ret, width, return_primal)
+    inner = getattr(primal, "enzyme", None)         # a derivative of a derivative
+    spec = parse_spec(primal.py_func, activities, mode, ret, width, return_primal,
+                      inner.argument_labels() if inner is not None else None)
     name = name or f"d_{primal.py_func.__name__}"
     specializer = Specializer(primal, name, spec)
     call = lazy_intrinsic(f"enzyme_{_ident(name)}", specializer.build, deferred=True)

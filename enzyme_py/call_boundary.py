@@ -4,7 +4,8 @@ A call from Python with new argument types compiles a specialisation (Numba's
 `Dispatcher._compile_for_args`); our errors raised while typing it (bad activities for these
 types, ill-fitting arguments, an unsupported construct) would otherwise reach the user at the
 end of Numba's chained tracebacks, some wrapped in a `TypingError`. `guard_first_calls` names
-missing arguments and re-raises our own error alone, from the call. Calls from `@njit` code are typed by Numba directly and unaffected.
+missing arguments and re-raises our own error alone, from the call. Calls from `@njit` code
+are typed by Numba directly and unaffected.
 """
 from __future__ import annotations
 

@@ -78,8 +78,18 @@ def test_hessian_vector_product_from_the_forward_dispatcher():
     assert got == pytest.approx(fd, rel=1e-7)
 
 
-@pytest.mark.parametrize("name, shown", [("if", "if"), ("class", "class"), ("my grad!", "my_grad_"),
-                                         ("2nd", "_2nd"), ("d_bilinear", "d_bilinear")])
+def test_a_derivative_of_a_derivative_names_its_arguments():
+    with pytest.raises(ActivityError, match=r"d_bilinear has 4 parameter\(s\) \(x, t_x, y, "
+                       r"t_y\) but 1 activities were given"):
+        derive_diff(FORWARD_TANGENT, None, ("active",))
+    d = derive_diff(FORWARD_TANGENT, "dd", ("active", "active", "dup", "const"))
+    with pytest.raises(ActivityError, match="parameter 'y' is a float passed by value"):
+        d(1.0, 0.3, 2.0, 0.0, -0.7)
+
+
+@pytest.mark.parametrize("name, shown", [("if", "if"), ("class", "class"),
+                                         ("my grad!", "my_grad_"), ("2nd", "_2nd"),
+                                         ("d_bilinear", "d_bilinear")])
 def test_derivative_names_need_not_be_identifiers(name, shown):
     d = derive_diff(bilinear, name, ("active", "active"))
     assert d.__name__ == shown
