@@ -33,10 +33,12 @@ class ActivitySpec:
 
 
 def parse_spec(pyfunc, activities, mode: str, ret, width: int,
-               return_primal: bool) -> ActivitySpec:
+               return_primal: bool, names=None) -> ActivitySpec:
+    """`names`: how to call the parameters in messages, if not by `pyfunc`'s own names (a
+    derivative's parameters are generated; its argument labels are given instead)."""
     if mode not in MODES:
         raise ActivityError(f"mode must be 'forward' or 'reverse', not {mode!r}")
-    params = _parameters(pyfunc)
+    params = _parameters(pyfunc) if names is None else list(names)
     words = activities.split(",") if isinstance(activities, str) else list(activities)
     words = [str(w).strip() for w in words]
     if len(words) != len(params):
@@ -119,13 +121,23 @@ def check_types(spec: ActivitySpec, argtypes: tuple) -> None:
             continue
         if not (is_float_scalar(t) or is_float_array(t)):
             raise ActivityError(f"parameter '{name}' has type {t}: only float scalars and float "
-                                f"arrays can be differentiated; mark it 'const'")
+                                f"arrays can be differentiated; {_float_fix(t)}mark it "
+                                f"'const' if it is not differentiated")
         if act is Activity.ACTIVE and not is_float_scalar(t):
             raise ActivityError(f"parameter '{name}' is an array ({t}): arrays are passed by "
                                 "reference, mark it 'dup' and pass a shadow array")
         if act.has_shadow and is_float_scalar(t) and spec.mode == "reverse":
             raise ActivityError(f"parameter '{name}' is a float passed by value ({t}): in "
                                 "reverse mode mark it 'active' to get its gradient returned")
+
+
+def _float_fix(t) -> str:
+    """How to pass a float instead of what was passed, if that is what was meant."""
+    if isinstance(t, (types.Integer, types.Boolean)):
+        return "to differentiate it pass a float (e.g. 1.0, not 1), or "
+    if isinstance(t, types.Array) and isinstance(t.dtype, (types.Integer, types.Boolean)):
+        return "to differentiate it pass a float array (e.g. a.astype(np.float64)), or "
+    return ""
 
 
 def return_activity(spec: ActivitySpec, restype) -> Activity:

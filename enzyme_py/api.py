@@ -1,13 +1,14 @@
-"""The public entry points: `derive_diff` and the `@autodiff` decorator (see API.md).
+"""The public entry points: `derive_diff` and the `@autodiff` decorator.
 
 `derive_diff` checks the activity specification at once and returns a Numba dispatcher. The
 first call with new argument types (from Python or from `@njit` code) specialises it: the
 primal is captured for those types, differentiated by `ir_passes`, and linked back; later
 calls reuse the compiled specialisation.
 
-Mechanics: the dispatcher's body calls a stub whose `@overload` runs at typing time and
-generates the wrapper for the concrete types (shadow shape checks, the width-k tangent
-buffer), which in turn calls the derivative through a lazily built `@intrinsic`.
+Mechanics: the dispatcher's body calls a stub whose inlined `@overload` runs at typing time and
+generates the wrapper for the concrete types (argument checks, the width-k tangent buffer),
+which in turn calls the derivative through a lazily built `@intrinsic`. Generated code names
+arguments `a0, a1, ...`; the user's names only appear in messages.
 """
 from __future__ import annotations
 
@@ -22,8 +23,10 @@ from numba.extending import overload
 from ir_passes.errors import ActivityError
 
 from .activities import parse_spec
-from .numba_bridge.link import lazy_intrinsic, njit_wrapper
-from .specialize import Specializer, check_disjoint, check_lanes, check_shadow
+from .call_checks import NAMESPACE as CHECKS
+from .call_boundary import guard_first_calls
+from .numba_bridge.link import lazy_intrinsic, njit_wrapper, raise_failed
+from .specialize import Specializer
 
 _stub_ids = itertools.count()
 
@@ -31,42 +34,79 @@ _stub_ids = itertools.count()
 def derive_diff(f, name: str | None, activities, mode: str = "reverse", *,
                 ret: str | tuple[str, ...] | None = None, return_primal: bool = False,
                 width: int = 1) -> Dispatcher:
-    """The derivative of `f` (a Python function or `numba.njit` dispatcher) as a dispatcher.
+    """The derivative of `f` (a Python function or `numba.njit` dispatcher), as a Numba
+    dispatcher named `name` (default `d_<f's name>`).
 
-    `activities` gives one of "const", "dup", "active", "dupnoneed" per parameter (a sequence
-    or a comma-separated string). See API.md for the calling conventions of each mode.
-    When `f` returns an array or a tuple, the reverse derivative takes the adjoint of the
-    result as a last argument `d_ret` (a tuple for a tuple; array parts are consumed), and
-    `ret` may give one activity ("active"/"const") per tuple element; the forward derivative
-    returns `(value, tangent)` with the tangent shaped like the value.
+    activities: one word per parameter of `f`, in order (a sequence or "a, b, ..."):
+      "const"      no derivative; pass `p`. Integers, booleans and other non-float data
+                   are always const.
+      "active"     reverse mode, float scalars: pass `p`; its gradient is returned.
+      "dup"        pass `p` and then its shadow: in reverse mode `d_p` (an array shaped and
+                   strided like `p`) into which the gradient is accumulated (`d_p += ...`);
+                   in forward mode `t_p`, the tangent (direction) of `p` (a float or array).
+      "dupnoneed"  like "dup"; results the function writes through `p` may be skipped.
+    mode="reverse": `df(p or p, d_p, ...)` returns the tuple of gradients of the "active"
+      parameters (`()` if none); a float return value is seeded with 1.0 (`ret="active"`, the
+      default; `ret="const"` ignores it). Arrays the function writes (outputs) are seeded
+      through their shadow: `d_out` holds the incoming adjoint and is consumed (left zeroed),
+      so a vector-Jacobian product is: `v` in `d_out`, zeros in `d_in`, call `df`.
+      `return_primal=True` returns `(value, gradients)`.
+    mode="forward": `df(p or p, t_p, ...)` returns `(value, tangent)` for a float return
+      (`ret="dupnoneed"`: the tangent only); tangents of written arrays land in their
+      tangent arrays. `width=k` (vector mode): every tangent gains a leading axis of length k
+      and the returned tangent is an array of k directional derivatives.
+
+    Functions returning an array or a tuple (of floats and/or arrays): the reverse
+      derivative takes the adjoint of the result as one more, last, argument `d_ret` with
+      the result's structure (array parts are consumed, left zeroed), and `ret` may give one
+      activity ("active"/"const") per tuple element (a "const" element takes no `d_ret`
+      part); the forward derivative returns `(value, tangent)`, the tangent shaped like the
+      value. A derivative with nothing to differentiate is an `ActivityError`.
+
+    `df` compiles lazily per argument types, like `numba.njit`, and can be called from
+    Python and from `@njit` code (e.g. an optimisation loop). Exceptions the function raises
+    are raised by `df` too.
+
+    Errors: `ActivityError` (a ValueError) for a bad specification, raised here, or at the
+    first call when it depends on types (e.g. an int passed for an "active" float);
+    `ArgumentError` (an ActivityError) at a call whose arguments do not fit: missing
+    shadows (named), a shadow with another shape, strides or dtype, a read-only array that
+    would be written, or array arguments sharing memory when one of them is written;
+    `UnsupportedError` (a NotImplementedError) at the first call for a construct the pass
+    cannot differentiate, naming it, its Python file:line and a workaround.
     """
     primal = f if isinstance(f, Dispatcher) else njit(f)
-    spec = parse_spec(primal.py_func, activities, mode, ret, width, return_primal)
+    inner = getattr(primal, "enzyme", None)         # a derivative of a derivative
+    spec = parse_spec(primal.py_func, activities, mode, ret, width, return_primal,
+                      inner.argument_labels() if inner is not None else None)
     name = name or f"d_{primal.py_func.__name__}"
     specializer = Specializer(primal, name, spec)
-    call = lazy_intrinsic(f"enzyme_{name}", specializer.build)
-    params = specializer.wrapper_params()
+    call = lazy_intrinsic(f"enzyme_{_ident(name)}", specializer.build, deferred=True)
     d_ret = specializer.d_ret_param()         # reverse mode: optional trailing adjoint
-    arglist = ", ".join(params + ([d_ret] if d_ret else []))
-    declared = ", ".join(params + ([f"{d_ret}=None"] if d_ret else []))
+    params = specializer.wrapper_params() + ([d_ret] if d_ret else [])
+    arglist = ", ".join(params)
 
-    stub_name = f"__enzyme_stub_{next(_stub_ids)}"
     stub_scope: dict = {}
-    exec(f"def {stub_name}({declared}):\n    raise NotImplementedError\n", stub_scope)
-    stub = stub_scope[stub_name]
+    exec(f"def stub({arglist}):\n    raise NotImplementedError\n", stub_scope)
+    stub = stub_scope["stub"]
+    stub.__name__ = stub.__qualname__ = f"__enzyme_stub_{next(_stub_ids)}"
 
     def make_impl(argtypes: tuple):
-        scope = {"__call": call, "np": np, "check_shadow": check_shadow,
-                 "check_lanes": check_lanes, "check_disjoint": check_disjoint}
+        scope = {"__call": call, "__raise_failed": raise_failed, "np": np, **CHECKS}
         exec(specializer.wrapper_source(argtypes), scope)
         return scope["impl"]
 
     typer_scope = {"make_impl": make_impl}
-    exec(f"def typer({declared}):\n    return make_impl(({arglist},))\n", typer_scope)
-    overload(stub)(typer_scope["typer"])
-    dispatcher = njit_wrapper(f"def {_ident(name)}({declared}):\n"
-                              f"    return __stub({arglist})\n", _ident(name), {"__stub": stub})
+    exec(f"def typer({arglist}):\n    return make_impl(({arglist},))\n", typer_scope)
+    # inlined: the wrapper is one function, so an exception leaves it with nothing held
+    overload(stub, inline="always")(typer_scope["typer"])
+    # defaults: a call missing arguments reaches the typer, which names them
+    defaults = ", ".join(f"{a}=None" for a in params)
+    source = f"def derivative({defaults}):\n    return stub({arglist})\n"
+    dispatcher = njit_wrapper(source, "derivative", {"stub": stub},
+                              as_name=name if name.isidentifier() else _ident(name))
     dispatcher.enzyme = specializer
+    guard_first_calls(dispatcher, name, specializer.argument_labels())
     return dispatcher
 
 
@@ -76,10 +116,16 @@ def _ident(name: str) -> str:
 
 
 class autodiff:
-    """`@autodiff(mode="reverse", args=("dup", "const"))`: a primal that knows its derivative.
+    """`@autodiff(mode="reverse", args=("dup", "const"), name=None, ret=None,
+    return_primal=False, width=1, **njit_options)`: a primal that knows its derivative.
 
-    Calling it runs the primal (compiled by Numba); `.derivative` is what `derive_diff`
-    returns; `.inspect(stage)` shows the IR of a stage for the signatures compiled so far.
+    Decorates a plain Python function (compiled with `numba.njit(**njit_options)`) or an
+    existing njit dispatcher. Calling the result runs the primal; `.derivative` is what
+    `derive_diff(f, name or "d_<f>", args, mode, ret=..., return_primal=..., width=...)`
+    returns (see `derive_diff` for activities, calling conventions and errors);
+    `.inspect(stage)` returns the IR text of a stage ("primal", "preprocessed", "activity",
+    "derivative", "optimized") for every signature the derivative was called with so far.
+    A bad `args` raises `ActivityError` at decoration time.
     """
 
     def __init__(self, fn=None, *, mode: str = "reverse", args=None, name: str | None = None,

@@ -103,8 +103,22 @@ def inspect(target, activities=None, mode: str | None = None, *, stage: str = "d
             types=None, func: str | None = None, abi: str = "auto", ret: str | None = None,
             return_primal: bool = False, width: int = 1, canonicalize: bool = True,
             sizes: Mapping[str, int] | None = None) -> str:
-    """The IR text of `stage` ("raw", "canonical", "activity", "derivative", "optimized",
-    "tape" or "all") for differentiating `target`; see the module docstring for targets."""
+    """The IR text of `stage` for differentiating `target`; nothing is compiled or linked.
+
+    target: a Python function, njit dispatcher, `@autodiff` object or `derive_diff` result,
+      or "module:func" / "path/file.py:func", specialised for `types` (a Numba type string
+      such as "float64[::1], int64" or a tuple of Numba types), with one activity per Python
+      parameter as for `derive_diff`; or a .ll/.bc file (or IR text) with `func`, the LLVM
+      function, and one activity per LLVM parameter (`abi="numba"` for Numba's
+      `i32 @f(ptr retptr, ptr excinfo, ...)`, "c" for plain C functions, "auto" picks).
+    stage: "raw" (as given), "canonical" (what the pass differentiates), "activity" (the
+      primal annotated with activities per instruction and Python line), "derivative",
+      "optimized" (after O3), "tape" (reverse mode: what is taped, spilled or recomputed;
+      `sizes` maps loop-size names to numbers for totals) or "all".
+    mode, ret, return_primal, width: as for `derive_diff`.
+    Errors: `ActivityError`, `UnsupportedError` (naming the construct and Python file:line),
+    `InvalidIRError`, or `InspectionError` for a bad request.
+    """
     return inspection(target, activities, mode, types=types, func=func, abi=abi, ret=ret,
                       return_primal=return_primal, width=width, canonicalize=canonicalize,
                       sizes=sizes).text(stage)

@@ -19,7 +19,19 @@ from ir_passes.known_calls import demangle_numba, known_problem
 
 
 def register_rule(symbol: str, partials: Partials) -> None:
-    """Register the partial derivatives of the external scalar function `symbol`."""
+    """Give the external scalar function `symbol` (as called in the IR, e.g. a C function
+    declared with `numba.types.ExternalFunction`) a derivative, used by both modes.
+
+    `partials(m, args, res)` returns one partial derivative per operand (`None` for an
+    operand without one), built with the emitter `m` from the call's operands `args` and its
+    result `res`: `m.call(name, *xs)`, `m.neg`, `m.add`, `m.sub`, `m.mul`, `m.div`, `m.square`,
+    `m.recip`, `m.const(like, value)`, `m.select(m.fcmp(pred, a, b), a, b)`.
+    Example, d/dx j0(x) = -j1(x):
+
+        enzyme_py.register_rule("j0", lambda m, args, res: [m.neg(m.call("j1", args[0]))])
+
+    Rules are for scalar functions only; a second rule for the same symbol raises ValueError.
+    """
     problem = known_problem(symbol)
     if problem is not None:
         raise ValueError(f"register_rule takes the partial derivatives of a scalar function; "

@@ -10,8 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from numba import types
-from numba.core.errors import TypingError
-from numba.extending import overload, register_jitable
 
 from ir_passes.analysis.activity import analyze_activity, print_activity
 from ir_passes.canonicalize import optimize
@@ -19,12 +17,12 @@ from ir_passes.diff.driver import differentiate
 from ir_passes.diff.reverse.plan import written_bases
 from ir_passes.diff.seeds import activity_seeds
 from ir_passes.diff.spec import ARRAY_DATA, Activity, DiffSpec, ParamSpec
-from ir_passes.errors import ActivityError
 from ir_passes.ir.parser import parse_module, parse_type
 from ir_passes.ir.printer import print_function
 from ir_passes.ir.types import DOUBLE, FLOAT, IntType
 
 from .activities import ActivitySpec, check_types, return_activity
+from .call_checks import check_lines
 from .numba_bridge.capture import capture
 from .numba_bridge.link import Built, llvm_abi, unique_symbol
 from .returns import check_differentiates_something, d_ret_arguments, return_fields
@@ -53,6 +51,11 @@ class Specializer:
 
     # ------------------------------------------------------------ wrapper
     def wrapper_params(self) -> list[str]:
+        """The wrapper's parameters: generated identifiers, never the user's names."""
+        return [f"a{i}" for i in range(len(self.argument_labels()))]
+
+    def argument_labels(self) -> list[str]:
+        """How messages name the derivative's arguments: `p`, then `d_p` (`t_p` forward)."""
         prefix = "d_" if self.spec.mode == "reverse" else "t_"
         out = []
         for p, act in zip(self.spec.params, self.spec.activities):
@@ -80,53 +83,53 @@ class Specializer:
         return tuple(out)
 
     def wrapper_source(self, argtypes: tuple) -> str:
-        """`impl` for these wrapper argument types: shadow checks, then the derivative call."""
+        """`impl` for these wrapper argument types: argument checks, then the derivative call,
+        whose exception (if any) leaves `impl` only once its arrays are released."""
         params = self.wrapper_params()
         primal_types = self._primal_types(argtypes)
-        self.derive(primal_types)      # refuse what cannot be differentiated before compiling
         d_ret = self.d_ret_param()
-        lines = [f"def impl({', '.join(params + ([f'{d_ret}=None'] if d_ret else []))}):"]
-        k = self.spec.width
-        pos = 0
-        for pname, act, ptype in zip(self.spec.params, self.spec.activities, primal_types):
-            pos += 1
-            if not act.has_shadow:
-                continue
-            shadow = params[pos]
-            pos += 1
-            if k == 1 and isinstance(ptype, types.Array):
-                lines.append(f"    check_shadow({pname}, {shadow}, '{pname}')")
-            elif k > 1:
-                lines.append(f"    check_lanes({pname}, {shadow}, {k}, '{pname}')")
-        lines += self._disjointness_checks(primal_types)
         seeds = self._d_ret_arguments(argtypes, primal_types, d_ret)
-        lines += [f"    check_disjoint({e}, {p}, '{e}', '{p}')" for e, is_array in seeds
-                  if is_array for p, t in zip(params, argtypes) if isinstance(t, types.Array)]
+        lines = [f"def impl({', '.join(params + ([d_ret] if d_ret else []))}):"]
+        lines += check_lines(self.spec.mode, self.spec.width,
+                             self._checked_params(params, argtypes),
+                             self._written_arrays(primal_types),
+                             tuple(e for e, is_array in seeds if is_array))
+        self.derive(primal_types)      # refuse what cannot be differentiated before compiling
         call_args = ", ".join(params + [e for e, _ in seeds])
+        k = self.spec.width
         if k > 1 and self._ret_differentiated(primal_types):
             lines.append(f"    tangent = np.empty({k}, np.float64)")
             lines.append(f"    r = __call({call_args}, tangent)")
             keep = self.spec.ret is not Activity.DUPNONEED
-            lines.append("    return r, tangent" if keep else "    return tangent")
+            lines += ["    __raise_failed(r, tangent)",
+                      "    return (r[3], tangent)" if keep else "    return tangent"]
         else:
-            lines.append(f"    return __call({call_args})")
+            lines += [f"    r = __call({call_args})", "    __raise_failed(r)", "    return r[3]"]
         return "\n".join(lines) + "\n"
 
-    def _disjointness_checks(self, primal_types: tuple) -> list[str]:
-        """Derivatives track each array's memory separately (and reverse mode rereads arrays
-        the function never writes): check at call time that the arrays it writes do not
-        overlap its other arrays."""
-        arrays = [i for i, t in enumerate(primal_types) if isinstance(t, types.Array)]
-        if len(arrays) < 2:
-            return []
-        cap = capture(self.primal, primal_types)
+    def _checked_params(self, params: list[str], argtypes: tuple) -> list[tuple]:
+        """Per primal parameter: (name, identifier, type, shadow identifier, shadow type)."""
+        out, pos = [], 0
+        for name, act in zip(self.spec.params, self.spec.activities):
+            entry = [name, params[pos], types.unliteral(argtypes[pos]), None, None]
+            pos += 1
+            if act.has_shadow:
+                entry[3:] = params[pos], argtypes[pos]
+                pos += 1
+            out.append(tuple(entry))
+        return out
+
+    def _written_arrays(self, primal_types: tuple) -> set[int]:
+        """Indices of the array parameters the function may write (all when unknown)."""
+        arrays = {i for i, t in enumerate(primal_types) if isinstance(t, types.Array)}
+        if not arrays:
+            return set()
+        cap = capture(self.primal, _writable(primal_types))
         fn = parse_module(cap.module_text).functions[cap.func_name]
         bases = written_bases(fn)
-        written = arrays if bases is None else [
-            i for i in arrays if fn.args[cap.params[i].llvm_args[ARRAY_DATA]] in bases]
-        names = self.spec.params
-        return [f"    check_disjoint({names[w]}, {names[o]}, '{names[w]}', '{names[o]}')"
-                for w in written for o in arrays if o != w and not (o in written and o < w)]
+        if bases is None:
+            return arrays
+        return {i for i in arrays if fn.args[cap.params[i].llvm_args[ARRAY_DATA]] in bases}
 
     def _d_ret_arguments(self, argtypes: tuple, primal_types: tuple,
                          d_ret) -> list[tuple[str, bool]]:
@@ -134,7 +137,7 @@ class Specializer:
             return []
         given = argtypes[len(self.wrapper_params())] \
             if len(argtypes) > len(self.wrapper_params()) else None
-        restype = capture(self.primal, primal_types).restype
+        restype = capture(self.primal, _writable(primal_types)).restype
         return d_ret_arguments(self.spec, restype, given, d_ret, self.primal.py_func.__name__)
 
     def _ret_differentiated(self, primal_types: tuple) -> bool:
@@ -215,6 +218,14 @@ class Specializer:
         return "\n".join(parts)
 
 
+def _writable(primal_types: tuple) -> tuple:
+    """The types with arrays writeable: what the function writes and returns does not depend
+    on read-only flags, and Numba refuses to compile a write into a read-only array (which
+    the call checks report better)."""
+    return tuple(t.copy(readonly=False) if isinstance(t, types.Array) else t
+                 for t in primal_types)
+
+
 def result_type(spec: ActivitySpec, prim_ret, ret_act: Activity, primal_types: tuple):
     """The Numba type of what the derivative returns (API.md), before the wrapper adds the
     width-k tangent array: reverse, the gradients of active scalars (with the primal value
@@ -239,84 +250,4 @@ def _llvm_dtype(dtype):
     return None
 
 
-# ---------------------------------------------------------------- shadow checks
-
-def check_shadow(primal, shadow, name):
-    """Raise ValueError unless `shadow` has the shape and strides of array `primal`."""
-
-
-def check_lanes(primal, tangent, width, name):
-    """Raise ValueError unless `tangent` is `width` lanes shaped (and strided) like `primal`."""
-
-
-@overload(check_shadow, prefer_literal=True)
-def _check_shadow(primal, shadow, name):
-    pname = getattr(name, "literal_value", "?")
-    if not isinstance(shadow, types.Array):
-        raise TypingError(f"the shadow of '{pname}' must be an array")
-    if primal.dtype != shadow.dtype:
-        raise ActivityError(f"the shadow of '{pname}' has dtype {shadow.dtype}, expected "
-                            f"{primal.dtype}")
-    msg = f"the shadow of '{pname}' must have the shape and strides of '{pname}'"
-
-    def impl(primal, shadow, name):
-        if primal.shape != shadow.shape or primal.strides != shadow.strides:
-            raise ValueError(msg)
-    return impl
-
-
-def check_disjoint(a, b, name_a, name_b):
-    """Raise ValueError if the memory of arrays `a` and `b` overlaps."""
-
-
-@overload(check_disjoint, prefer_literal=True)
-def _check_disjoint(a, b, name_a, name_b):
-    na, nb = getattr(name_a, "literal_value", "?"), getattr(name_b, "literal_value", "?")
-    msg = (f"arrays '{na}' and '{nb}' overlap in memory; derivatives assume an array the "
-           f"function writes does not share memory with its other arrays (pass a copy)")
-
-    def impl(a, b, name_a, name_b):
-        alo, ahi = _extent(a)
-        blo, bhi = _extent(b)
-        if a.size > 0 and b.size > 0 and alo < bhi and blo < ahi:
-            raise ValueError(msg)
-    return impl
-
-
-@register_jitable
-def _extent(a):
-    lo = a.ctypes.data
-    hi = lo + a.itemsize
-    for k in range(a.ndim):
-        span = (a.shape[k] - 1) * a.strides[k]
-        if span < 0:
-            lo += span
-        else:
-            hi += span
-    return lo, hi
-
-
-@overload(check_lanes, prefer_literal=True)
-def _check_lanes(primal, tangent, width, name):
-    pname = getattr(name, "literal_value", "?")
-    msg = (f"the tangent of '{pname}' must have shape (width,) + shape of '{pname}', with "
-           f"its strides")
-    if isinstance(primal, types.Array):
-        if tangent.ndim != primal.ndim + 1:
-            raise ActivityError(msg)
-
-        def impl(primal, tangent, width, name):
-            if tangent.shape[0] != width or tangent.shape[1:] != primal.shape \
-                    or tangent.strides[1:] != primal.strides:
-                raise ValueError(msg)
-        return impl
-    if not (isinstance(tangent, types.Array) and tangent.ndim == 1):
-        raise ActivityError(f"the tangent of scalar '{pname}' must be a 1-D array of length width")
-
-    def impl_scalar(primal, tangent, width, name):
-        if tangent.shape[0] != width:
-            raise ValueError(msg)
-    return impl_scalar
-
-
-__all__ = ["STAGES", "Specializer", "result_type", "check_disjoint", "check_lanes", "check_shadow"]
+__all__ = ["STAGES", "Specializer", "result_type"]

@@ -53,3 +53,8 @@ class UnsupportedError(EnzymePyError, NotImplementedError):
 
 class InvalidIRError(EnzymePyError, RuntimeError):
     """IR text we cannot parse, or synthesized IR that fails LLVM's verifier (a bug in the pass)."""
+
+
+class ArgumentError(ActivityError):
+    """Arguments of a derivative call that do not fit its activities: a missing, misshapen or
+    read-only shadow, a read-only array the function writes, arrays sharing memory."""

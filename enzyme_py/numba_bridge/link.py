@@ -5,7 +5,8 @@ A derivative is a function in Numba's own ABI, ``i32 @sym(ptr retptr, ptr excinf
 library (``compile_library``). ``lazy_intrinsic`` makes an ``@intrinsic`` that, per distinct
 argument types, asks a ``build`` callback for the IR at typing time, compiles it once and emits
 a call with Numba's calling convention, propagating the status exactly as a call to the primal
-would. ``njit_wrapper`` compiles generated Python source (``def d_f(x, dx): return
+would -- or, ``deferred``, returning it for ``raise_failed`` to propagate once the caller has
+released its arrays. ``njit_wrapper`` compiles generated Python source (``def d_f(x, dx): return
 __call(x, dx)``) to a dispatcher callable from Python and from other ``@njit`` code, where the
 call is inlined.
 
@@ -26,6 +27,7 @@ from typing import Any, Callable
 import llvmlite.binding as llvm
 from numba import njit, types
 from numba.core import cgutils
+from numba.core.callconv import excinfo_ptr_t
 from numba.core.codegen import CodeLibrary
 from numba.core.compiler_lock import global_compiler_lock
 from numba.core.registry import cpu_target
@@ -35,7 +37,7 @@ from ir_passes.canonicalize import parse
 from ir_passes.errors import InvalidIRError
 
 __all__ = ["Built", "compile_library", "lazy_intrinsic", "llvm_abi", "njit_wrapper",
-           "unique_symbol"]
+           "raise_failed", "unique_symbol"]
 
 _counter = itertools.count()
 _defined_symbols: set[str] = set()
@@ -85,11 +87,15 @@ class Built:
     linking_libraries: tuple = ()
 
 
-def lazy_intrinsic(name: str, build: Callable[[tuple], Built]):
+def lazy_intrinsic(name: str, build: Callable[[tuple], Built], *, deferred: bool = False):
     """An ``@intrinsic`` ``f(*args)`` calling ``build(argtypes).symbol``.
 
     ``build`` runs once per distinct (unliteral) argument types, at typing time; the library of
-    each symbol it returns is compiled once and linked into every caller.
+    each symbol it returns is compiled once and linked into every caller. By default an
+    exception of the callee leaves the caller at once (Numba's own convention). With
+    ``deferred=True`` the intrinsic never leaves its caller: it returns a ``(failed, code,
+    excinfo, value)`` outcome that ``raise_failed`` / ``outcome_value`` take apart (see
+    ``raise_failed`` for why).
     """
     specialisations: dict[tuple, tuple[Built, CodeLibrary] | Exception] = {}
     libraries: dict[str, CodeLibrary] = {}   # by symbol: build may return one Built for several
@@ -124,21 +130,61 @@ def lazy_intrinsic(name: str, build: Callable[[tuple], Built]):
             fn = cgutils.get_or_insert_function(builder.module, fnty, built.symbol)
             status, out = context.call_conv.call_function(builder, fn, built.restype, argtys,
                                                           values)
+            if deferred:
+                excinfo = builder.bitcast(status.excinfoptr, cgutils.voidptr_t)
+                return context.make_tuple(builder, signature.return_type,
+                                          (status.is_error, status.code, excinfo, out))
             with cgutils.if_unlikely(builder, status.is_error):
                 context.call_conv.return_status_propagate(builder, status)
             return out
 
-        return built.restype(types.StarArgTuple(argtypes)), codegen
+        restype = _outcome_type(built.restype) if deferred else built.restype
+        return restype(types.StarArgTuple(argtypes)), codegen
 
     typer.__name__ = typer.__qualname__ = name
     return intrinsic(typer)
 
 
-def njit_wrapper(source: str, name: str, namespace: dict, **njit_options):
-    """Exec ``source`` (which defines ``name``) in a copy of ``namespace``; njit the function."""
+def _outcome_type(restype):
+    return types.Tuple((types.boolean, types.int32, types.voidptr, restype))
+
+
+@intrinsic
+def raise_failed(typingctx, outcome, *live):
+    """``raise_failed(outcome, *live)``: leave the calling function with the exception of a
+    failed deferred call, releasing ``live`` (the caller's variables still holding references).
+
+    Numba leaves a function on a callee's exception straight from the call, skipping the
+    release of the caller's references: each array argument of a wrapper calling a raising
+    function would leak. Called when the call's arguments are dead (Numba releases a variable
+    right after its last use), this exit leaks nothing.
+    """
+    live_types = live[0].types if live and isinstance(live[0], types.StarArgTuple) else live
+
+    def codegen(context, builder, signature, llargs):
+        failed, code, excinfo = (builder.extract_value(llargs[0], i) for i in range(3))
+        values = cgutils.unpack_tuple(builder, llargs[1], len(live_types)) if live_types else ()
+        with cgutils.if_unlikely(builder, failed):
+            for ty, value in zip(live_types, values):
+                context.nrt.decref(builder, ty, value)
+            excinfo = builder.bitcast(excinfo, excinfo_ptr_t)
+            status = context.call_conv._get_return_status(builder, code, excinfo)
+            context.call_conv.return_status_propagate(builder, status)
+        return context.get_dummy_value()
+
+    return types.none(outcome, types.StarArgTuple(live_types)), codegen
+
+
+def njit_wrapper(source: str, name: str, namespace: dict, *, as_name: str | None = None,
+                 **njit_options):
+    """Exec ``source`` (which defines ``name``) in a copy of ``namespace``; njit the function,
+    renamed ``as_name`` if given (any string: the source needs no valid identifier)."""
     scope = dict(namespace)
-    exec(compile(source, f"<enzyme_py:{name}>", "exec"), scope)
-    return njit(**njit_options)(scope[name])
+    exec(compile(source, f"<enzyme_py:{as_name or name}>", "exec"), scope)
+    fn = scope[name]
+    if as_name is not None:
+        fn.__name__ = fn.__qualname__ = as_name
+    return njit(**njit_options)(fn)
 
 
 def llvm_abi(argtypes, restype) -> tuple[list[list[str]], str]:

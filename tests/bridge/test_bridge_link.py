@@ -1,5 +1,6 @@
 """Linking hand-written Numba-ABI IR back as njit-callable functions (numba_bridge.link)."""
 import hashlib
+import sys
 
 import numpy as np
 import pytest
@@ -7,7 +8,7 @@ from numba import njit, types
 from numba.core import serialize
 
 from enzyme_py.numba_bridge.link import (Built, compile_library, lazy_intrinsic, llvm_abi,
-                                         njit_wrapper, unique_symbol)
+                                         njit_wrapper, raise_failed, unique_symbol)
 from ir_passes.errors import ActivityError, InvalidIRError, UnsupportedError
 
 f8 = types.float64
@@ -146,6 +147,30 @@ def test_status_and_excinfo_propagate_as_exception():
     assert outer(1.0) == 3.0
     with pytest.raises(ValueError, match="negative input"):
         outer(-1.0)
+
+
+def test_deferred_status_is_raised_after_the_caller_releases_its_arrays():
+    """``deferred=True``: the call returns (failed, code, excinfo, value) and ``raise_failed``
+    leaves with the exception, releasing what it is given; the array argument, dead after
+    the call, is released by Numba: its reference count is unchanged after raising calls."""
+    def build(argtypes):
+        symbol = unique_symbol("test.fn")
+        (_, array_texts), _ = llvm_abi(argtypes, argtypes[0])
+        extra = ", ".join(f"{t} %a{i}" for i, t in enumerate(array_texts))
+        ir = _raising_ir(symbol, ValueError("negative input"))
+        return Built(ir.replace("double %x)", f"double %x, {extra})"), symbol, argtypes[0])
+
+    call = lazy_intrinsic("call_deferred", build, deferred=True)
+    source = ("def d(x, a):\n    b = a + 1.0\n    r = call(x, a)\n"
+              "    raise_failed(r, b)\n    return r[3] + b[0]\n")
+    d = njit_wrapper(source, "d", {"call": call, "raise_failed": raise_failed})
+    a = np.zeros(2)
+    assert d(2.0, a) == 5.0
+    before = sys.getrefcount(a)
+    for _ in range(50):
+        with pytest.raises(ValueError, match="negative input"):
+            d(-1.0, a)
+    assert sys.getrefcount(a) == before
 
 
 @pytest.mark.parametrize("error", [UnsupportedError("fneg of a token", hint="none"),
