@@ -17,8 +17,8 @@ from dataclasses import replace
 import numpy as np
 
 from tests.sweep.entry import Entry
-from tests.sweep.points import (M1, MD, SPD, SQ, X1, X2, XD, const, d, distinct, m, of, s,
-                                signed_vec, spd, square, v)
+from tests.sweep.points import (M1, MD, SPD, SQ, X1, X2, XD, const, d, distinct, m, of,
+                                off_thirds, s, signed_vec, square, v)
 
 #: Known cause of today's WRONG derivatives (see the report of issue 7).
 RELOADED_POINTER = ("reshape path: the array struct goes through a stack slot and "
@@ -39,7 +39,7 @@ def _section(category: str, rows: list[tuple]) -> list[Entry]:
 
 GE1 = of(v(lo=1.2, hi=2.5))         # arccosh
 SIGNED = of(signed_vec)             # abs, sign
-OFFINT = of(v(lo=0.2, hi=0.8))      # floor(x * 3) etc.: 3x stays off integers? checked below
+OFFINT = of(off_thirds)             # floor(x * 3) etc.: 3x stays off integers
 XS = of(v(), s())                   # vector and scalar
 XY_S = of(v(), v(), s())
 

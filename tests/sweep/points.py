@@ -56,6 +56,11 @@ def signed_vec(rng: np.random.Generator, n: int = N) -> np.ndarray:
     return rng.uniform(0.2, 0.9, size=n) * rng.choice((-1.0, 1.0), size=n)
 
 
+def off_thirds(rng: np.random.Generator, n: int = N) -> np.ndarray:
+    """Values in (0, 1) whose triple has a fractional part in [0.15, 0.85] (floor(3 x))."""
+    return (rng.integers(0, 3, size=n) + rng.uniform(0.15, 0.85, size=n)) / 3.0
+
+
 def scalar(rng: np.random.Generator, lo: float = 0.2, hi: float = 0.9) -> float:
     return float(rng.uniform(lo, hi))
 
