@@ -74,8 +74,9 @@ from .sources import (InspectionError, ir_error, load_python_target, numba_error
                       read_ir)
 from .specialize import result_type
 
-__all__ = ["STAGES", "Inspection", "InspectionError", "Target", "inspect", "inspection",
-           "check_cfg_path", "load_python_target", "parse_sizes", "parse_types", "render_dot", "source_summary"]
+__all__ = ["STAGES", "Inspection", "InspectionError", "Target", "check_cfg_path", "inspect",
+           "inspection", "load_python_target", "parse_sizes", "parse_types", "render_dot",
+           "source_summary"]
 
 STAGES = ("raw", "canonical", "activity", "derivative", "optimized", "tape")
 _ALIASES = {"primal": "canonical", "preprocessed": "canonical"}

@@ -31,7 +31,8 @@ def files(tmp_path_factory) -> dict[str, str]:
         "garbage.ll": b"\x00\x01\xff\xfe binary",
         "text.bc": b"; ModuleID = 'x'\n",
         "damaged.bc": b"BC\xc0\xde" + bytes(range(40)),
-        "typo.ll": b"define double @f(double %x) {\n  %y = fmul double %x, %z\n  ret double %y\n}\n",
+        "typo.ll": b"define double @f(double %x) {\n  %y = fmul double %x, %z\n"
+                    b"  ret double %y\n}\n",
         "syntax_err.py": b"def f(x):\n    return x *\n",
         "raises_at_import.py": b"import math\n\nraise RuntimeError('no config found')\n",
         "imports_missing.py": b"import no_such_package_xyz\n",
