@@ -91,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
         _silence_stdout()
         return 1
     except OSError as exc:
-        return _fail(f"cannot write {exc.filename or 'the output'}: {exc.strerror or exc}")
+        target = exc.filename or args.output or "the output"
+        return _fail(f"cannot write {target}: {exc.strerror or exc}")
     except KeyboardInterrupt:
         return _fail("interrupted", 130)
     except Exception as exc:  # noqa: BLE001 - the command line's last line of defence

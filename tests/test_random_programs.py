@@ -227,6 +227,12 @@ def run_cases(strategy, n: int, what: str) -> None:
         check_case(case, outcomes)
 
     run()
+    check_share(outcomes, n, what)
+
+
+def check_share(outcomes: Counter, n: int, what: str) -> None:
+    """At least half of the ``n`` drawn programs were checked, and MIN_SUPPORTED of those
+    were supported; prints the share."""
     compiled = outcomes["ok"] + outcomes["unsupported"]
     share = outcomes["ok"] / compiled if compiled else 0.0
     print(f"{what}: {outcomes['ok']} of {compiled} compiled programs supported ({share:.0%})")
@@ -292,6 +298,15 @@ def test_unsupported_message_check():
     assert _unsupported_names_construct(named)
     assert _unsupported_names_construct(UnsupportedError("call to `frobnicate`"))
     assert not _unsupported_names_construct(UnsupportedError("something went wrong"))
+
+
+def test_share_check():
+    check_share(Counter(ok=9, unsupported=1), 10, "programs")
+    with pytest.raises(AssertionError, match=r"only 80% of 10 programs supported \(expected "
+                                             r"at least 90%\); 2 raised UnsupportedError"):
+        check_share(Counter(ok=8, unsupported=2), 10, "programs")
+    with pytest.raises(AssertionError, match="only 4 of 10 drawn programs were checked"):
+        check_share(Counter(ok=4), 10, "programs")
 
 
 def test_tuple_return_checker():

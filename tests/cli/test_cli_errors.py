@@ -4,6 +4,7 @@ subprocess checks the exit status and stderr across the interpreter boundary.
 """
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
@@ -210,6 +211,23 @@ def test_outputs_checked_before_any_work(files, capsys, monkeypatch):
     pdf = os.path.join(files["dir"], "g.pdf")
     assert fails(capsys, [*SIN_SUM, "--cfg", pdf]) == (
         f"--cfg {pdf}: expected a .dot, .svg or .png file name")
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_output_write_fails(capsys):
+    assert fails(capsys, [f"{SAMPLES}:square", "--types", "float64", "--args", "active",
+                          "-o", "/dev/full"]) == "cannot write /dev/full: No space left on device"
+
+
+def test_closed_pipe_is_quiet(capsys, monkeypatch):
+    """`enzyme-py inspect ... | head -1`: the reader left; no message, no traceback."""
+    class ClosedPipe(io.StringIO):
+        def write(self, text):
+            raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(sys, "stdout", ClosedPipe())
+    assert main(["inspect", f"{SAMPLES}:square", "--types", "float64", "--args", "active"]) == 1
+    assert capsys.readouterr().err == ""
 
 
 def _no_work(*args, **kwargs):
