@@ -44,7 +44,7 @@ import shutil
 import subprocess
 import weakref
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Mapping, Sequence
 
 from numba import njit, types
 from numba.core.dispatcher import Dispatcher
@@ -70,7 +70,7 @@ from ir_passes.ir.values import Function, Instruction, Module, const_int
 from .activities import check_types, parse_spec, return_activity
 from .numba_bridge.capture import capture
 from .numba_bridge.link import llvm_abi
-from .sources import (InspectionError, ir_error, load_python_target, numba_error,  # noqa: F401
+from .sources import (InspectionError, ir_error, load_python_target, numba_error,
                       read_ir)
 from .specialize import result_type
 

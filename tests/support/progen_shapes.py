@@ -7,7 +7,8 @@
   rows         ``r = B[i]`` (or ``B[i, 1:]``): a row view per outer iteration
   temp         a temporary (``np.empty_like``, ``np.zeros``, ``np.zeros_like``, ``.copy()``)
                filled in one loop and read in another (and by later segments)
-  swap         ``p, q = q, p`` of two arrays inside a loop, writing ``out``
+  swap         ``p, q = q, p`` of two arrays (arguments or temporaries) inside a loop,
+               read to write ``out``
   helper       an ``@njit`` helper returning a tuple, ``u, w = h(a[i], s)``
   struct       tuples of floats built, swapped in a branch, carried around a loop and passed
                to an ``@njit`` helper (stack structs)
@@ -15,7 +16,8 @@
 
 Shapes the pass does not handle yet are drawn only when asked for (off by default):
 ``reshapes`` (``a.reshape(2, -1)``, ``B.ravel()``), ``tuple_returns`` (the function returns
-``(acc, e)``) and ``temp_swaps`` (``swap`` of two temporaries).
+``(acc, e)``) and ``buffer_swaps`` (double buffering: ``q[i] = f(p[i])``, then
+``p, q = q, p``, with two temporaries).
 """
 from __future__ import annotations
 
@@ -24,15 +26,16 @@ from typing import Callable
 import numpy as np
 from hypothesis import strategies as st
 
-from tests.support.progen import (CONSTS, Case, Cmp, Const, Emitter, Leaf, _make_1d,
+from tests.support.progen import (CONSTS, Bin, Case, Cmp, Const, Emitter, Leaf, _make_1d,
                                   _make_2d, _namer, draw_cmp, draw_expr, scalar_values)
 
 #: a reshaped array's pointer is reloaded from a stack slot and loses its shadow today
 INCLUDE_RESHAPES = False  # enable once pointers through memory land (issue 7, item 1)
 #: a function returning a tuple is refused ("does not fit return type [2 x double]") today
 INCLUDE_TUPLE_RETURNS = False  # enable once tuple returns land (issue 7, item 2)
-#: swapping two temporaries is refused (a phi of allocations "escapes") today
-INCLUDE_TEMP_SWAPS = False  # enable once the escape analysis sees through phis of allocations
+#: writing through swapped temporaries (double buffering) is refused today: the phi of two
+#: allocations "escapes" (reading them after a swap works and is drawn by default)
+INCLUDE_BUFFER_SWAPS = False  # enable once the escape analysis sees through phis of allocations
 
 SEGMENTS = ("slice", "rows", "temp", "swap", "helper", "struct", "array_tuple")
 _VIEWS = ("a[1:]", "a[:-1]", "a[::2]", "a[::-1]", "a[1::2]")
@@ -42,8 +45,8 @@ _TEMPS = ("np.empty_like(a)", "np.zeros({n})", "np.zeros_like(a)", "a.copy()")
 class _Program:
     """What the segments share: the emitter, names, helpers, and which inputs are used."""
 
-    def __init__(self, draw: Callable, n: int, temp_swaps: bool) -> None:
-        self.draw, self.n, self.temp_swaps = draw, n, temp_swaps
+    def __init__(self, draw: Callable, n: int, buffer_swaps: bool) -> None:
+        self.draw, self.n, self.buffer_swaps = draw, n, buffer_swaps
         self.em = Emitter()
         self.fresh = _namer("t")
         self.helpers: list[tuple[str, str]] = []
@@ -58,8 +61,8 @@ class _Program:
     def pick_array(self) -> str:
         return self.draw(st.sampled_from(self.arrays))
 
-    def second_array(self, first: str, allow_temps: bool) -> str:
-        pool = [x for x in self.arrays if x != first and (allow_temps or x not in self.temps)]
+    def second_array(self, first: str) -> str:
+        pool = [x for x in self.arrays if x != first]
         if not pool:
             self.uses.add("b")
             self.arrays.append("b")
@@ -114,19 +117,32 @@ def _temp(p: _Program) -> None:
 
 
 def _swap(p: _Program) -> None:
-    p.uses.add("out")
-    if p.temp_swaps and p.draw(st.booleans()):
-        if not p.temps:
-            _temp(p)
-        x = p.draw(st.sampled_from(p.temps))
-    else:
-        x = p.draw(st.sampled_from([x for x in p.arrays if x not in p.temps]))
-    y = p.second_array(x, allow_temps=p.temp_swaps)
     k = p.draw(st.integers(2, 3))
+    if p.buffer_swaps and p.draw(st.booleans()):
+        _ping_pong(p, k)
+        return
+    p.uses.add("out")
+    x = p.pick_array()
+    y = p.second_array(x)
     p.em.line(f"p, q = {x}, {y}")
     p.em.block(f"for k in range({k}):")
     p.em.block(f"for i in range({p.n}):")
     p.em.assign("out[i]", p.expr(["p[i]", "q[i]", "out[i]"], 2), op="+")
+    p.em.end()
+    p.em.line("p, q = q, p")
+    p.em.end()
+    p.em.assign("acc", p.expr(["p[0]", "q[1]", "acc"], 1), op="+")
+
+
+def _ping_pong(p: _Program, k: int) -> None:
+    """Double buffering: write ``q`` from ``p``, then swap the two temporaries."""
+    while len(p.temps) < 2:
+        _temp(p)
+    p.em.line(f"p, q = {p.temps[-2]}, {p.temps[-1]}")
+    p.em.block(f"for k in range({k}):")
+    p.em.block(f"for i in range({p.n}):")
+    c = p.draw(st.sampled_from((0.5, -0.75)))
+    p.em.assign("q[i]", Bin("+", Bin("*", Const(c), Leaf("q[i]")), p.expr(["p[i]"], 1)))
     p.em.end()
     p.em.line("p, q = q, p")
     p.em.end()
@@ -166,7 +182,7 @@ def _struct(p: _Program) -> None:
 
 def _array_tuple(p: _Program) -> None:
     x = p.pick_array()
-    y = p.second_array(x, allow_temps=True)
+    y = p.second_array(x)
     p.em.line(f"pair = ({x}, {y})")
     if p.draw(st.booleans()):
         p.em.if_(Cmp(p.draw(st.sampled_from(("<", ">"))), Leaf(f"{x}[0]"),
@@ -203,12 +219,12 @@ _SEGMENT = {"slice": _slice, "rows": _rows, "temp": _temp, "swap": _swap, "helpe
 @st.composite
 def shape_cases(draw: Callable, reshapes: bool = INCLUDE_RESHAPES,
                 tuple_returns: bool = INCLUDE_TUPLE_RETURNS,
-                temp_swaps: bool = INCLUDE_TEMP_SWAPS) -> Case:
+                buffer_swaps: bool = INCLUDE_BUFFER_SWAPS) -> Case:
     """A program of 2-3 segments (module docstring) and a point to check it at."""
     kinds = SEGMENTS + (("reshape",) if reshapes else ())
     segments = draw(st.lists(st.sampled_from(kinds), min_size=2, max_size=3))
     n = draw(st.sampled_from((4, 6)))
-    p = _Program(draw, n, temp_swaps)
+    p = _Program(draw, n, buffer_swaps)
     p.em.assign("acc", Const(0.0) if draw(st.booleans()) else p.expr(["a[0]"]))
     for seg in segments:
         _SEGMENT[seg](p)
@@ -241,5 +257,5 @@ def shape_cases(draw: Callable, reshapes: bool = INCLUDE_RESHAPES,
                 helpers=p.helpers, returns_tuple=returns_tuple)
 
 
-__all__ = ["INCLUDE_RESHAPES", "INCLUDE_TEMP_SWAPS", "INCLUDE_TUPLE_RETURNS", "SEGMENTS",
+__all__ = ["INCLUDE_BUFFER_SWAPS", "INCLUDE_RESHAPES", "INCLUDE_TUPLE_RETURNS", "SEGMENTS",
            "shape_cases"]
