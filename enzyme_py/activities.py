@@ -23,7 +23,8 @@ class ActivitySpec:
     params: tuple[str, ...]
     activities: tuple[Activity, ...]
     mode: str
-    ret: Activity | None          # None: the default for the return type
+    ret: Activity | tuple[Activity, ...] | None   # None: the default for the return type;
+                                                  # a tuple: one per returned tuple element
     width: int
     return_primal: bool
 
@@ -31,7 +32,7 @@ class ActivitySpec:
         return self.activities[i].has_shadow
 
 
-def parse_spec(pyfunc, activities, mode: str, ret: str | None, width: int,
+def parse_spec(pyfunc, activities, mode: str, ret, width: int,
                return_primal: bool) -> ActivitySpec:
     if mode not in MODES:
         raise ActivityError(f"mode must be 'forward' or 'reverse', not {mode!r}")
@@ -52,9 +53,7 @@ def parse_spec(pyfunc, activities, mode: str, ret: str | None, width: int,
             raise ActivityError(f"parameter '{name}': 'active' is for reverse mode; in forward "
                                 "mode mark it 'dup' and pass its tangent")
         acts.append(act)
-    if ret is not None and ret not in _RET_WORDS[mode]:
-        raise ActivityError(f"ret={ret!r} is not valid in {mode} mode (expected one of "
-                            f"{', '.join(_RET_WORDS[mode])})")
+    ret_act = _parse_ret(ret, mode)
     if not isinstance(width, int) or width < 1:
         raise ActivityError(f"width must be a positive integer, not {width!r}")
     if width > 1 and mode != "forward":
@@ -62,8 +61,36 @@ def parse_spec(pyfunc, activities, mode: str, ret: str | None, width: int,
     if return_primal and mode != "reverse":
         raise ActivityError("return_primal is for reverse mode; forward mode returns the "
                             "primal value already")
-    return ActivitySpec(tuple(params), tuple(acts), mode,
-                        Activity(ret) if ret is not None else None, width, return_primal)
+    return ActivitySpec(tuple(params), tuple(acts), mode, ret_act, width, return_primal)
+
+
+def _parse_ret(ret, mode: str) -> Activity | tuple[Activity, ...] | None:
+    if ret is None:
+        return None
+    if isinstance(ret, (tuple, list)):
+        if mode != "reverse":
+            raise ActivityError("ret=(...) per tuple element is for reverse mode; forward mode "
+                                "returns the tangent of every element (ret='const' for none)")
+        if not ret:
+            raise ActivityError("ret=() is empty: give one activity per returned tuple element")
+        out = []
+        for i, word in enumerate(ret):
+            if word not in ("active", "const"):
+                raise ActivityError(f"ret element {i}: {word!r} is not valid (expected "
+                                    "'active' or 'const')")
+            out.append(Activity(word))
+        return tuple(out)
+    if ret not in _RET_WORDS[mode]:
+        raise ActivityError(f"ret={ret!r} is not valid in {mode} mode (expected one of "
+                            f"{', '.join(_RET_WORDS[mode])})")
+    return Activity(ret)
+
+
+def ret_words(ret: Activity | tuple[Activity, ...] | None):
+    """`ret` as the user spells it (for re-parsing)."""
+    if isinstance(ret, tuple):
+        return tuple(a.value for a in ret)
+    return ret.value if ret is not None else None
 
 
 def _parameters(pyfunc) -> list[str]:
@@ -110,6 +137,16 @@ def check_types(spec: ActivitySpec, argtypes: tuple) -> None:
 
 def return_activity(spec: ActivitySpec, restype) -> Activity:
     """The effective activity of the return value (API.md defaults)."""
+    elements = element_activities(spec, restype)
+    if elements is not None:
+        if not any(a.is_differentiated for a in elements):
+            return Activity.CONST
+        if spec.width > 1:
+            raise ActivityError(f"vector forward mode (width > 1) does not support functions "
+                                f"returning arrays or tuples ({restype}); use width=1")
+        if spec.mode == "reverse":
+            return Activity.ACTIVE
+        return spec.ret if isinstance(spec.ret, Activity) else Activity.DUP
     differentiable = is_float_scalar(restype)
     if spec.ret is None:
         if not differentiable:
@@ -119,3 +156,45 @@ def return_activity(spec: ActivitySpec, restype) -> Activity:
         raise ActivityError(f"ret={spec.ret.value!r} needs a float return value, but the "
                             f"function returns {restype}")
     return spec.ret
+
+
+def returned_elements(restype) -> tuple | None:
+    """The parts of a returned tuple (a returned array is one part); None for other types."""
+    if isinstance(restype, types.Array):
+        return (restype,)
+    if isinstance(restype, types.BaseTuple):
+        return tuple(restype.types)
+    return None
+
+
+def element_activities(spec: ActivitySpec, restype) -> tuple[Activity, ...] | None:
+    """The activity of each part of a returned tuple or array (None for other returns):
+    floats and float arrays default to differentiated, other parts are const."""
+    parts = returned_elements(restype)
+    ret = spec.ret
+    if parts is None:
+        if isinstance(ret, tuple):
+            raise ActivityError(f"ret={ret_words(ret)} gives one activity per tuple element, "
+                                f"but the function returns {restype}, not a tuple")
+        return None
+    if isinstance(ret, tuple):
+        if len(ret) != len(parts) or isinstance(restype, types.Array):
+            raise ActivityError(f"ret={ret_words(ret)} has {len(ret)} element(s), but the "
+                                f"function returns {restype}")
+        wanted = ret
+    else:
+        default = Activity.ACTIVE if spec.mode == "reverse" else Activity.DUP
+        wanted = (ret or default,) * len(parts)
+    out = []
+    for i, (act, t) in enumerate(zip(wanted, parts)):
+        if act.is_differentiated and not (is_float_scalar(t) or is_float_array(t)):
+            if isinstance(ret, tuple):
+                raise ActivityError(f"ret element {i} is {act.value!r} but the function returns "
+                                    f"{t} there: only floats and float arrays can be "
+                                    "differentiated; mark it 'const'")
+            if ret is not None and isinstance(restype, types.Array):
+                raise ActivityError(f"ret={act.value!r} needs a float return value, but the "
+                                    f"function returns {restype}")
+            act = Activity.CONST
+        out.append(act)
+    return tuple(out)

@@ -29,12 +29,17 @@ from .specialize import Specializer, check_disjoint, check_lanes, check_shadow
 _stub_ids = itertools.count()
 
 
-def derive_diff(f, name: str | None, activities, mode: str = "reverse", *, ret: str | None = None,
-                return_primal: bool = False, width: int = 1) -> Dispatcher:
+def derive_diff(f, name: str | None, activities, mode: str = "reverse", *,
+                ret: str | tuple[str, ...] | None = None, return_primal: bool = False,
+                width: int = 1) -> Dispatcher:
     """The derivative of `f` (a Python function or `numba.njit` dispatcher) as a dispatcher.
 
     `activities` gives one of "const", "dup", "active", "dupnoneed" per parameter (a sequence
     or a comma-separated string). See API.md for the calling conventions of each mode.
+    When `f` returns an array or a tuple, the reverse derivative takes the adjoint of the
+    result as a last argument `d_ret` (a tuple for a tuple; array parts are consumed), and
+    `ret` may give one activity ("active"/"const") per tuple element; the forward derivative
+    returns `(value, tangent)` with the tangent shaped like the value.
     """
     primal = f if isinstance(f, Dispatcher) else njit(f)
     spec = parse_spec(primal.py_func, activities, mode, ret, width, return_primal)
@@ -42,11 +47,13 @@ def derive_diff(f, name: str | None, activities, mode: str = "reverse", *, ret: 
     specializer = Specializer(primal, name, spec)
     call = lazy_intrinsic(f"enzyme_{name}", specializer.build)
     params = specializer.wrapper_params()
-    arglist = ", ".join(params)
+    d_ret = specializer.d_ret_param()         # reverse mode: optional trailing adjoint
+    arglist = ", ".join(params + ([d_ret] if d_ret else []))
+    declared = ", ".join(params + ([f"{d_ret}=None"] if d_ret else []))
 
     stub_name = f"__enzyme_stub_{next(_stub_ids)}"
     stub_scope: dict = {}
-    exec(f"def {stub_name}({arglist}):\n    raise NotImplementedError\n", stub_scope)
+    exec(f"def {stub_name}({declared}):\n    raise NotImplementedError\n", stub_scope)
     stub = stub_scope[stub_name]
 
     def make_impl(argtypes: tuple):
@@ -56,9 +63,9 @@ def derive_diff(f, name: str | None, activities, mode: str = "reverse", *, ret: 
         return scope["impl"]
 
     typer_scope = {"make_impl": make_impl}
-    exec(f"def typer({arglist}):\n    return make_impl(({arglist},))\n", typer_scope)
+    exec(f"def typer({declared}):\n    return make_impl(({arglist},))\n", typer_scope)
     overload(stub)(typer_scope["typer"])
-    dispatcher = njit_wrapper(f"def {_ident(name)}({arglist}):\n"
+    dispatcher = njit_wrapper(f"def {_ident(name)}({declared}):\n"
                               f"    return __stub({arglist})\n", _ident(name), {"__stub": stub})
     dispatcher.enzyme = specializer
     return dispatcher
@@ -78,7 +85,7 @@ class autodiff:
     """
 
     def __init__(self, fn=None, *, mode: str = "reverse", args=None, name: str | None = None,
-                 ret: str | None = None, return_primal: bool = False, width: int = 1,
+                 ret=None, return_primal: bool = False, width: int = 1,
                  **njit_options) -> None:
         self._options = dict(mode=mode, args=args, name=name, ret=ret,
                              return_primal=return_primal, width=width)

@@ -67,9 +67,10 @@ from ir_passes.ir.types import (I32, I64, PTR, ArrayType, FloatType, FunctionTyp
                                 StructType, Type)
 from ir_passes.ir.values import Function, Instruction, Module, const_int
 
-from .activities import check_types, parse_spec, return_activity
+from .activities import check_types, parse_spec, ret_words, return_activity
 from .numba_bridge.capture import capture
 from .numba_bridge.link import llvm_abi
+from .returns import return_fields
 from .sources import (InspectionError, ir_error, load_python_target, numba_error,
                       read_ir)
 from .specialize import result_type
@@ -355,7 +356,7 @@ def _numba_target(f, activities, mode, argtypes, ret, return_primal, width) -> T
                                   "parameter (args=/--args, e.g. --args dup,const)")
         activities = [a.value for a in defaults.activities]
         mode = mode or defaults.mode
-        ret = ret if ret is not None else (defaults.ret.value if defaults.ret else None)
+        ret = ret if ret is not None else ret_words(defaults.ret)
         width = defaults.width if width == 1 else width
         return_primal = return_primal or defaults.return_primal
     mode = mode or "reverse"
@@ -382,7 +383,8 @@ def _numba_target(f, activities, mode, argtypes, ret, return_primal, width) -> T
                      name=("fwddiffe_" if mode == "forward" else "diffe_") + pyname,
                      mode=mode, params=tuple(params), ret=ret_act,
                      ret_type=None if restype == types.none else parse_type(ret_text),
-                     width=spec.width, return_primal=spec.return_primal)
+                     width=spec.width, return_primal=spec.return_primal,
+                     **return_fields(spec, cap.restype))
     title = f"{primal.py_func.__qualname__} ({', '.join(str(t) for t in primal_types)})"
     return Target(title, cap.raw_text, cap.module_text, dspec, "numba")
 

@@ -27,6 +27,7 @@ from ir_passes.ir.types import DOUBLE, FLOAT, IntType
 from .activities import ActivitySpec, check_types, return_activity
 from .numba_bridge.capture import capture
 from .numba_bridge.link import Built, llvm_abi, unique_symbol
+from .returns import check_differentiates_something, d_ret_arguments, return_fields
 
 STAGES = ("raw", "primal", "canonical", "preprocessed", "activity", "derivative", "optimized")
 # API.md's stage names for the IR inspection tool's: the primal as Numba lowered it, and
@@ -59,6 +60,15 @@ class Specializer:
                 out.append(prefix + p)
         return out
 
+    def d_ret_param(self) -> str | None:
+        """Reverse mode: the name of the trailing optional `d_ret` parameter."""
+        if self.spec.mode != "reverse":
+            return None
+        name, taken = "d_ret", set(self.wrapper_params())
+        while name in taken:
+            name += "_"
+        return name
+
     def _primal_types(self, argtypes: tuple) -> tuple:
         it = iter(argtypes)
         out = []
@@ -73,7 +83,8 @@ class Specializer:
         params = self.wrapper_params()
         primal_types = self._primal_types(argtypes)
         check_types(self.spec, primal_types)
-        lines = [f"def impl({', '.join(params)}):"]
+        d_ret = self.d_ret_param()
+        lines = [f"def impl({', '.join(params + ([f'{d_ret}=None'] if d_ret else []))}):"]
         k = self.spec.width
         pos = 0
         for pname, act, ptype in zip(self.spec.params, self.spec.activities, primal_types):
@@ -87,7 +98,10 @@ class Specializer:
             elif k > 1:
                 lines.append(f"    check_lanes({pname}, {shadow}, {k}, '{pname}')")
         lines += self._disjointness_checks(primal_types)
-        call_args = ", ".join(params)
+        seeds = self._d_ret_arguments(argtypes, primal_types, d_ret)
+        lines += [f"    check_disjoint({e}, {p}, '{e}', '{p}')" for e, is_array in seeds
+                  if is_array for p, t in zip(params, argtypes) if isinstance(t, types.Array)]
+        call_args = ", ".join(params + [e for e, _ in seeds])
         if k > 1 and self._ret_differentiated(primal_types):
             lines.append(f"    tangent = np.empty({k}, np.float64)")
             lines.append(f"    r = __call({call_args}, tangent)")
@@ -113,6 +127,15 @@ class Specializer:
         return [f"    check_disjoint({names[w]}, {names[o]}, '{names[w]}', '{names[o]}')"
                 for w in written for o in arrays if o != w and not (o in written and o < w)]
 
+    def _d_ret_arguments(self, argtypes: tuple, primal_types: tuple,
+                         d_ret) -> list[tuple[str, bool]]:
+        if d_ret is None:
+            return []
+        given = argtypes[len(self.wrapper_params())] \
+            if len(argtypes) > len(self.wrapper_params()) else None
+        restype = capture(self.primal, primal_types).restype
+        return d_ret_arguments(self.spec, restype, given, d_ret, self.primal.py_func.__name__)
+
     def _ret_differentiated(self, primal_types: tuple) -> bool:
         restype = capture(self.primal, primal_types).restype
         return return_activity(self.spec, restype).is_differentiated
@@ -123,6 +146,7 @@ class Specializer:
         check_types(self.spec, primal_types)
         cap = capture(self.primal, primal_types)
         ret_act = return_activity(self.spec, cap.restype)
+        check_differentiates_something(self.spec, cap, ret_act, self.primal.py_func.__name__)
         restype = result_type(self.spec, cap.restype, ret_act, primal_types)
         _, ret_text = llvm_abi((), restype)
         module = parse_module(cap.module_text)
@@ -134,7 +158,8 @@ class Specializer:
         dspec = DiffSpec(primal=cap.func_name, name=symbol, mode=self.spec.mode,
                          params=self._param_specs(cap), ret=ret_act,
                          ret_type=None if restype == types.none else parse_type(ret_text),
-                         width=self.spec.width, return_primal=self.spec.return_primal)
+                         width=self.spec.width, return_primal=self.spec.return_primal,
+                         **return_fields(self.spec, cap.restype))
         stages.texts["activity"] = self._activity_text(module, dspec)
         fn, text = differentiate(module, dspec, f"{self.name} ({stages.signature})")
         stages.texts["derivative"] = print_function(fn)

@@ -15,7 +15,7 @@ import numba
 import numpy as np
 import pytest
 
-from enzyme_py import UnsupportedError, autodiff, derive_diff
+from enzyme_py import ActivityError, UnsupportedError, autodiff, derive_diff
 
 
 # --------------------------------------------------------------------------------- functions
@@ -108,11 +108,13 @@ def test_reverse_return_primal():
     assert grads == pytest.approx((2 * x * y, x * x + math.exp(y)), rel=1e-15)
 
 
-def test_reverse_ret_const_minimal():
+def test_reverse_ret_const_with_nothing_else_is_an_activity_error():
     def square(x):
         return x * x
     d = derive_diff(square, None, ["active"], ret="const")
-    assert d(2.0) == (0.0,)
+    with pytest.raises(ActivityError, match=r"nothing would be differentiated: square has a "
+                       r"const return value \(ret='const'\) and has no array marked 'dup'"):
+        d(2.0)
 
 
 def test_reverse_ret_const_ignores_the_return_value():

@@ -57,6 +57,7 @@ from ir_passes.canonicalize import canonicalize_module, parse, run_module_passes
 from ir_passes.errors import UnsupportedError
 
 from .link import llvm_abi
+from .runtime import annotate_runtime
 
 __all__ = ["LOC_METADATA", "CapturedFunction", "ParamLayout", "capture"]
 
@@ -297,7 +298,7 @@ def _link_raw(root_library, primal: str) -> tuple[llvm.ModuleRef, str]:
                 RuntimeWarning, stacklevel=5)
             continue
         for text in texts:
-            module = llvm.parse_assembly(text)
+            module = llvm.parse_assembly(annotate_runtime(text))
             for value in (*module.functions, *module.global_variables):
                 if value.is_declaration:
                     continue

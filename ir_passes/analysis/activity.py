@@ -3,7 +3,9 @@
 Forward ("varied"): a value is varied when it may depend on an active input: a float scalar
 argument marked active/dup, or a load through a shadowed pointer. A pointer is shadowed when
 it is derived (GEP, select, phi, bitcast) from a shadowed argument (the data pointer of a dup
-array, the return slot of an active return) or from an alloca that holds varied values.
+array, the return slot of an active return) or from an alloca that holds varied values, or
+when it is loaded from memory that may hold a shadowed pointer (`pointer_stores`): such a
+pointer's shadow is unknown, and the synthesizers refuse it.
 Backward ("useful"): a value is useful when it may reach an output, i.e. flows into a store
 through a shadowed pointer. Active = varied and useful; inactive values get no derivative
 code. The result is immutable and printable (`print_activity`).
@@ -17,6 +19,7 @@ from ..ir.types import ArrayType, FloatType, IntType, StructType, Type, VectorTy
 from ..ir.values import Argument, Function, Instruction, Value
 from ..diff.blas import dot_operands, is_dot
 from ..diff.memory import NRT_DATA, NRT_RAW_ALLOC, is_memory_intrinsic, pointer_base
+from .pointer_stores import PointerStores, is_pointer_like
 
 # Opcodes whose (float) result is varied if any operand is.
 _PROPAGATE = {"fadd", "fsub", "fmul", "fdiv", "frem", "fneg", "fpext", "fptrunc", "select",
@@ -56,12 +59,13 @@ def analyze_activity(fn: Function, varied_args: set[Argument],
                      shadowed_args: set[Argument]) -> ActivityInfo:
     varied: set[Value] = set(varied_args)
     shadowed: set[Value] = set(shadowed_args)
+    stores = PointerStores(fn)
     changed = True
     while changed:
         changed = False
         for inst in fn.instructions():
-            if inst.type.is_pointer or isinstance(inst.type, VectorType) and inst.type.element.is_pointer:
-                if inst not in shadowed and _derives_shadowed(inst, shadowed):
+            if is_pointer_like(inst.type):
+                if inst not in shadowed and _derives_shadowed(inst, shadowed, stores):
                     shadowed.add(inst)
                     changed = True
             elif inst not in varied and _is_varied(inst, varied, shadowed):
@@ -71,11 +75,16 @@ def analyze_activity(fn: Function, varied_args: set[Argument],
                 if base not in shadowed:
                     shadowed.add(base)
                     changed = True
+            changed |= stores.record(inst, shadowed)
     useful = _useful(fn, varied, shadowed)
     return ActivityInfo(frozenset(varied), frozenset(useful), frozenset(shadowed))
 
 
-def _derives_shadowed(inst: Instruction, shadowed: set[Value]) -> bool:
+def _derives_shadowed(inst: Instruction, shadowed: set[Value], stores: PointerStores) -> bool:
+    if inst.opcode == "load":      # reloaded from memory that may hold a shadowed pointer
+        return stores.may_hold(inst.operands[0])
+    if inst.opcode == "call":
+        return stores.may_return(inst, shadowed)
     if inst.opcode in _POINTER_DERIVING:
         ops = inst.operands[1:] if inst.opcode == "select" else inst.operands
         return any(op in shadowed for op in ops)

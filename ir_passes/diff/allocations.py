@@ -2,25 +2,29 @@
 
 When active values are stored into an array allocated inside the function
 (`NRT_MemInfo_alloc_aligned` + `NRT_MemInfo_data_fast`), the derivative allocates a zeroed
-shadow of the same size next to it. Forward mode mirrors the primal's reference counting on
+shadow of the same size next to it. Such an array may be returned (stored to the return
+slot, whose shadow slot then holds the shadow array), but not stored elsewhere or passed
+to calls. Forward mode mirrors the primal's reference counting on
 the shadow; reverse mode keeps the shadow alive until the reverse of the allocation, where it
 is released.
 """
 from __future__ import annotations
 
 from ..analysis.activity import ActivityInfo
+from ..analysis.pointer_stores import never_reloaded
 from ..diagnostics import Diagnostics
 from ..ir.builder import Builder, declare
 from ..ir.types import I1, I8, I32, I64, PTR, VOID
 from ..ir.values import FALSE, Function, Instruction, Module, Value, const_int
-from .memory import NRT_ALLOC, NRT_DATA, NRT_RAW_ALLOC, NRT_RAW_FREE
+from .memory import NRT_ALLOC, NRT_DATA, NRT_RAW_ALLOC, NRT_RAW_FREE, pointer_base
 
 _REFCOUNT = ("NRT_incref", "NRT_decref")
 
 
-def shadowed_allocations(fn: Function, info: ActivityInfo,
-                         diag: Diagnostics) -> set[Instruction]:
-    """The allocation calls whose memory needs a shadow (checked not to escape)."""
+def shadowed_allocations(fn: Function, info: ActivityInfo, diag: Diagnostics,
+                         retptr: Value | None = None) -> set[Instruction]:
+    """The allocation calls whose memory needs a shadow (checked not to escape other than
+    through the return slot `retptr`, when it is shadowed)."""
     allocs: set[Instruction] = set()
     for inst in fn.instructions():
         if inst.callee_name == NRT_DATA and inst in info.shadowed:
@@ -34,12 +38,27 @@ def shadowed_allocations(fn: Function, info: ActivityInfo,
             allocs.add(meminfo)
     for inst in fn.instructions():
         if any(op in allocs for op in inst.operands) and inst.opcode != "icmp" and \
-                inst.callee_name not in (NRT_DATA, *_REFCOUNT):
+                inst.callee_name not in (NRT_DATA, *_REFCOUNT) and \
+                not _returned(inst, retptr, info) and \
+                not (inst.opcode == "store" and never_reloaded(fn, inst)):
+            if inst.opcode == "store" and retptr is not None \
+                    and pointer_base(inst.operands[1]) is retptr:
+                raise diag.unsupported(
+                    "a returned array holds active values, but the return value is not "
+                    "differentiated (ret='const')", inst,
+                    "leave ret at its default so the returned array is differentiated "
+                    "(reverse mode then takes its adjoint d_ret)")
             raise diag.unsupported("an array holding active values escapes the function "
                                    "(returned, stored or passed to a call)", inst,
                                    "write the result into an output array argument marked "
                                    "'dup' instead of returning it")
     return allocs
+
+
+def _returned(inst: Instruction, retptr: Value | None, info: ActivityInfo) -> bool:
+    """A store of the allocation into the (shadowed) return slot."""
+    return retptr is not None and retptr in info.shadowed and inst.opcode == "store" \
+        and pointer_base(inst.operands[1]) is retptr
 
 
 def allocate_shadow(b: Builder, module: Module, size: Value, align: Value) -> tuple[Value, Value]:

@@ -62,6 +62,22 @@ def check_pointer_to_int(diag: Diagnostics, primal: Function, info: ActivityInfo
                                "function that turns integers into pointers", rebuilt)
 
 
+def unknown_shadow_pointer(diag: Diagnostics, inst: Instruction) -> Exception:
+    """The error for a pointer into shadowed memory whose shadow cannot be formed."""
+    if inst.opcode == "load":
+        return diag.unsupported(
+            "pointer loaded from memory that may hold the address of a differentiated array "
+            "(an array kept in a struct, tuple or container in memory): which array it "
+            "addresses is unknown", inst,
+            "not supported yet: keep such arrays in local variables or pass them as arguments")
+    if inst.opcode == "call":
+        return diag.unsupported(
+            f"pointer returned by '{inst.callee_name}', which is handed a differentiated "
+            "array (or memory holding one): what it addresses is unknown", inst,
+            "not supported yet: index the array directly instead of through this call")
+    return diag.unsupported(f"pointer produced by '{inst.opcode}' into shadowed memory", inst)
+
+
 def describe_memory(spec: DiffSpec, ptr: Value) -> str:
     """What memory `ptr` addresses, in the user's terms (for error messages)."""
     base = pointer_base(ptr)

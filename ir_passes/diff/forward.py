@@ -8,7 +8,10 @@ by the same address arithmetic; loads and stores through them read and write tan
 Vector forward mode (width k > 1) uses LLVM vectors: a float's tangent is `<k x T>`, a
 shadow pointer is `<k x ptr>` (one pointer per lane of the shadow array's leading axis).
 The primal's return slot becomes a local alloca with a shadow alloca; every `ret` of the
-primal stores (value, tangent) into the derivative's return slot.
+primal stores (value, tangent) into the derivative's return slot. Stores into the return
+slot are mirrored into the shadow slot (tangents of floats, shadows of pointers, the same
+integers), so the tangent of a returned array is its shadow array (a returned view of a dup
+array is the same view of its tangent).
 """
 from __future__ import annotations
 
@@ -25,11 +28,12 @@ from ..ir.values import (Argument, Block, Constant, Function, Instruction, Modul
 from .allocations import (allocate_raw_shadow, allocate_shadow, data_pointer, free_raw, refcount,
                           shadowed_allocations)
 from .blas import DOT, dot_operands, dot_type, is_dot
-from .common import (check_pointer_to_int, check_reinterpretation, check_store, describe_memory, fast_math_of,
-                     scale)
+from .common import (check_pointer_to_int, check_reinterpretation, check_store,
+                     describe_memory, fast_math_of, scale, unknown_shadow_pointer)
 from .memory import (INERT_CALLS, MEMORY_INTRINSICS, NRT_DATA, NRT_RAW_ALLOC, NRT_RAW_FREE,
-                     is_memory_intrinsic)
-from .returns import ReturnSlot, find_return_type, pack_results
+                     is_memory_intrinsic, pointer_base)
+from .forward_returns import complete_tangent
+from .returns import pack_results, release_arrays, return_slot
 from .rules import lookup
 from .rules.emitter import MathEmitter
 from .rules.math import math_rule_name
@@ -66,7 +70,9 @@ class _Forward:
     def run(self) -> Function:
         varied, shadowed = self._seeds()
         self.info: ActivityInfo = analyze_activity(self.primal, varied, shadowed)
-        self.allocs = shadowed_allocations(self.primal, self.info, self.diag)
+        self.retptr = self.primal.args[self.spec.retptr]
+        self.untracked_arrays = False
+        self.allocs = shadowed_allocations(self.primal, self.info, self.diag, self.retptr)
         self.meminfo_shadows: dict[Value, Value] = {}
         self.alloc_sizes: dict[Value, Value] = {}
         entry = self.fn.add_block("entry")
@@ -88,7 +94,10 @@ class _Forward:
             if p.activity is Activity.ACTIVE:
                 raise ActivityError(f"parameter '{p.name}': 'active' is reverse mode only; "
                                     "use 'dup' to pass a tangent in forward mode")
-        self.slot = ReturnSlot(find_return_type(self.primal, self.spec.retptr))
+        self.slot = return_slot(self.primal, self.spec)
+        if self.width > 1 and self.spec.ret_leaves is not None and self.slot.differentiable:
+            raise ActivityError("vector forward mode (width > 1) does not support functions "
+                                "returning arrays or tuples; use width=1, or ret='const'")
         return activity_seeds(self.primal, self.spec)
 
     def _bind_arguments(self) -> None:
@@ -97,6 +106,9 @@ class _Forward:
             if not p.activity.has_shadow:
                 continue
             sargs = self.sig.shadow_args[p.name]
+            if p.is_array and k == 1:     # meminfo and parent: a returned view's tangent
+                for i in (0, 1):
+                    self.meminfo_shadows[self.primal.args[p.args[i]]] = sargs[i]
             if k == 1:
                 target = self.shadows if p.is_array else self.tangents
                 key = self.primal.args[p.data_arg if p.is_array else p.args[0]]
@@ -243,7 +255,7 @@ class _Forward:
             self.alloc_sizes[inst] = size
             self.shadows[inst] = self._lanes_of(allocate_raw_shadow(b, self.module, total), inst)
         else:
-            raise self.diag.unsupported(f"pointer produced by '{op}' into shadowed memory", inst)
+            raise unknown_shadow_pointer(self.diag, inst)
 
     def _shadow_allocation(self, inst: Instruction) -> None:
         """A zeroed shadow array (k of them, back to back, in vector mode)."""
@@ -303,7 +315,10 @@ class _Forward:
 
     def _store(self, inst: Instruction) -> None:
         v, ptr = inst.operands
-        if ptr in self.info.shadowed:
+        if ptr in self.info.shadowed and pointer_base(ptr) is self.retptr \
+                and not carries_float(v.type):
+            self.b.store(self._returned_shadow(v, inst), self.shadows[ptr], align=inst.align)
+        elif ptr in self.info.shadowed:
             t = self.tangents.get(v)
             if t is None:
                 t = zero(self._tangent_type(v.type)) if carries_float(v.type) or self.width == 1 \
@@ -318,6 +333,19 @@ class _Forward:
                     self.b.store(self.b.extractelement(t, j), self.b.extractelement(sp, j))
         else:
             check_store(self.diag, self.spec, self.primal, self.info, inst)
+
+    def _returned_shadow(self, v: Value, inst: Instruction) -> Value:
+        """What the tangent of the return value holds where the primal stores non-float `v`:
+        the shadow of a pointer (meminfo, parent, data), the same integer."""
+        if not v.type.is_pointer:
+            return self._map(v)
+        if isinstance(v, Constant):
+            return v
+        shadow = self.meminfo_shadows.get(v) or self.shadows.get(v)
+        if shadow is None:       # an array without a shadow: its tangent is zeros
+            self.untracked_arrays = True
+            return Constant(PTR, "null")
+        return shadow
 
     def _inactive_call(self, inst: Instruction) -> None:
         name = inst.callee_name or ""
@@ -427,7 +455,11 @@ class _Forward:
                 shadow = self.shadows[self.primal.args[spec.retptr]]
                 keep = spec.ret is not Activity.DUPNONEED
                 if self.width == 1:
-                    tangent = b.load(self.slot.type, shadow)
+                    tangent = complete_tangent(b, self.fn, self.module, spec, self.slot, value,
+                                               b.load(self.slot.type, shadow),
+                                               self.untracked_arrays)
+                    if not keep:
+                        release_arrays(b, self.module, spec, value)
                     results = [value, tangent] if keep else tangent
                 else:
                     self._write_tangent_lanes(shadow)

@@ -2,7 +2,10 @@
 
 Numba returns values by storing them through `retptr`; derivatives keep a local slot (and a
 shadow slot) for the primal's value and, at each return, store their results (primal value,
-tangent, gradients) as the fields of the derivative's own return type.
+tangent, gradients) as the fields of the derivative's own return type. The shadow slot
+mirrors every store to the slot: tangents/adjoints of floats, shadow pointers of pointers,
+so a returned array's shadow array can be found there (forward mode returns it as the
+tangent; reverse mode seeds it from `d_ret`).
 """
 from __future__ import annotations
 
@@ -10,14 +13,19 @@ from dataclasses import dataclass
 
 from ..analysis.activity import carries_float
 from ..diagnostics import Diagnostics
-from ..ir.builder import Builder
-from ..ir.types import PTR, ArrayType, StructType, Type
-from ..ir.values import Argument, Constant, Function, Instruction, Value
+from ..ir.builder import Builder, declare
+from ..ir.types import I32, PTR, VOID, ArrayType, StructType, Type
+from ..ir.values import Argument, Constant, Function, Instruction, Module, Value, const_int
+from .spec import DiffSpec, ReturnLeaf
+
+# Fields of Numba's array struct {meminfo, parent, nitems, itemsize, data, shape, strides}.
+MEMINFO, PARENT, NITEMS, ITEMSIZE, DATA, SHAPE, STRIDES = range(7)
 
 
 @dataclass(frozen=True)
 class ReturnSlot:
     type: Type
+    leaves: tuple[ReturnLeaf, ...] = ()     # the differentiated parts of the return value
 
     @property
     def has_value(self) -> bool:
@@ -26,7 +34,31 @@ class ReturnSlot:
 
     @property
     def differentiable(self) -> bool:
-        return carries_float(self.type)
+        return bool(self.leaves)
+
+
+def return_slot(primal: Function, spec: DiffSpec) -> ReturnSlot:
+    """The primal's return slot and its differentiated leaves under `spec`."""
+    t = spec.ret_slot or find_return_type(primal, spec.retptr)
+    if not spec.ret.is_differentiated:
+        return ReturnSlot(t)
+    if spec.ret_leaves is not None:
+        return ReturnSlot(t, spec.ret_leaves)
+    return ReturnSlot(t, (ReturnLeaf((), t),) if carries_float(t) else ())
+
+
+def field_pointer(b: Builder, slot_type: Type, base: Value, path: tuple[int, ...]) -> Value:
+    """Address of the part of a `slot_type` value at index `path`, in memory at `base`."""
+    if not path:
+        return base
+    return b.gep(slot_type, base, [const_int(I32, 0)] + [const_int(I32, i) for i in path])
+
+
+def release_arrays(b: Builder, module: Module, spec: DiffSpec, value: Value) -> None:
+    """Drop the reference the caller owns to every array in a return value not passed on."""
+    decref = declare(module, "NRT_decref", VOID, [PTR])
+    for path in spec.ret_arrays:
+        b.call(decref, [b.extractvalue(value, path + (MEMINFO,))], VOID)
 
 
 def is_exceptional_return(ret: Instruction) -> bool:

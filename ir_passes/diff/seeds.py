@@ -9,7 +9,7 @@ from __future__ import annotations
 from ..errors import ActivityError
 from ..ir.types import FloatType, Type
 from ..ir.values import Argument, Function, Value
-from .returns import ReturnSlot, find_return_type
+from .returns import return_slot
 from .spec import Activity, DiffSpec
 
 
@@ -30,8 +30,7 @@ def activity_seeds(fn: Function, spec: DiffSpec) -> tuple[set[Argument], set[Arg
         if len(p.args) != 1 or not isinstance(arg.type, FloatType):
             raise ActivityError(f"parameter '{p.name}' is not a float: mark it 'const'")
         varied.add(arg)
-    slot = ReturnSlot(find_return_type(fn, spec.retptr))
-    if spec.ret.is_differentiated and slot.differentiable:
+    if return_slot(fn, spec).differentiable:
         shadowed.add(fn.args[spec.retptr])
     return varied, shadowed
 

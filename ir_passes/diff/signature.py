@@ -20,6 +20,7 @@ class Signature:
     primal_args: dict[Argument, Argument] = field(default_factory=dict)   # primal arg -> new arg
     shadow_args: dict[str, list[Argument]] = field(default_factory=dict)  # param name -> shadow
     tangent_out: list[Argument] = field(default_factory=list)  # width>1: trailing 1-D array
+    ret_adjoints: list[list[Argument]] = field(default_factory=list)  # reverse: per ret leaf
 
 
 def build_signature(primal: Function, spec: DiffSpec) -> Signature:
@@ -42,6 +43,11 @@ def build_signature(primal: Function, spec: DiffSpec) -> Signature:
         types += out_types
         names += ["ret'"] + [f"ret'.{j}" for j in range(1, len(out_types))]
         n_out = len(out_types)
+    leaf_args = _return_adjoint_types(spec)
+    for k, group in enumerate(leaf_args):
+        types += group
+        names += [f"d_ret.{k}.{j}" for j in range(len(group))]
+        n_out += len(group)
     fn = Function(spec.name, FunctionType(I32, tuple(types)), names)
     sig = Signature(fn, fn.args[0], fn.args[1])
     for arg, (kind, what) in zip(fn.args[2:len(fn.args) - n_out], slots):
@@ -49,10 +55,22 @@ def build_signature(primal: Function, spec: DiffSpec) -> Signature:
             sig.primal_args[what] = arg  # type: ignore[index]
         else:
             sig.shadow_args.setdefault(what, []).append(arg)  # type: ignore[arg-type]
-    sig.tangent_out = fn.args[len(fn.args) - n_out:] if n_out else []
+    trailing = list(fn.args[len(fn.args) - n_out:]) if n_out else []
+    for group in leaf_args:
+        sig.ret_adjoints.append(trailing[:len(group)])
+        trailing = trailing[len(group):]
+    sig.tangent_out = trailing
     sig.primal_args[primal.args[spec.retptr]] = sig.retptr
     sig.primal_args[primal.args[spec.excinfo]] = sig.excinfo
     return sig
+
+
+def _return_adjoint_types(spec: DiffSpec) -> list[list[Type]]:
+    """Reverse mode with explicit return leaves: the argument types of each leaf's d_ret."""
+    if spec.mode != "reverse" or spec.ret_leaves is None or not spec.ret.is_differentiated:
+        return []
+    return [[leaf.type] if not leaf.is_array else _array_types(leaf.ndim)  # type: ignore[arg-type]
+            for leaf in spec.ret_leaves]
 
 
 def _shadow_types(primal: Function, p: ParamSpec, width: int) -> list[Type]:

@@ -9,6 +9,11 @@ it is dup/dupnoneed, by its shadow's arguments; in vector forward mode (width k 
 shadow is an array with a leading axis of length k, and a float return's k tangents go to
 one extra trailing 1-D array argument. The scalar results (primal value, gradients of active
 parameters, tangent) are stored as the fields of `ret_type` through `retptr`.
+
+Returned tuples and arrays (`ret_leaves`): in reverse mode the derivative takes, after the
+parameters, the adjoint of every active leaf of the result (a float for a float leaf, an
+exploded array for an array leaf); in forward mode the tangent of the whole result (arrays
+replaced by their shadow arrays) follows the primal value in `ret_type`.
 """
 from __future__ import annotations
 
@@ -64,6 +69,20 @@ class ParamSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class ReturnLeaf:
+    """A differentiable part of the returned value: a float, or a float array (`ndim` set),
+    at index path `path` inside the return slot's type (`()`: the whole slot)."""
+    path: tuple[int, ...]
+    type: Type                     # the float type, or the array's element type
+    ndim: int | None = None
+    label: str = "d_ret"           # how the user passes its adjoint (for error messages)
+
+    @property
+    def is_array(self) -> bool:
+        return self.ndim is not None
+
+
+@dataclass(frozen=True, slots=True)
 class DiffSpec:
     primal: str                      # name of the primal function in the module
     name: str                        # symbol of the derivative to create
@@ -75,7 +94,11 @@ class DiffSpec:
     return_primal: bool = False      # reverse mode: also return the primal value
     retptr: int = 0                  # primal argument indices of the return slot / excinfo
     excinfo: int = 1
-    return_float: bool = True        # the primal's return slot holds a differentiable float
+    ret_slot: Type | None = None     # the primal's return slot type (None: from its stores)
+    ret_leaves: tuple[ReturnLeaf, ...] | None = None   # active parts (None: a float return
+                                                       # when `ret` is differentiated)
+    ret_arrays: tuple[tuple[int, ...], ...] = ()   # paths of every array in the return
+                                                   # value (released when it is dropped)
 
     def param_of_arg(self, index: int) -> ParamSpec | None:
         for p in self.params:

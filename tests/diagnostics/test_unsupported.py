@@ -49,8 +49,8 @@ def pick(a, b, flag):
     return s
 
 
-def returns_array(a):
-    return a * 2.0  # diag:escape
+def cumulative(a):
+    return np.cumsum(a * 2.0).sum()  # diag:escape
 
 
 def int_view(a):
@@ -85,6 +85,15 @@ def with_list(a):
     return values[0] + values[1]
 
 
+def list_of_arrays(x, y):
+    arrays = [x, y]
+    s = 0.0
+    for a in arrays:  # diag:array-list
+        for i in range(a.shape[0]):
+            s += a[i] * a[i]
+    return s
+
+
 # --------------------------------------------------------------------------------- cases
 
 @dataclass(frozen=True)
@@ -113,8 +122,11 @@ CASES = [
     Case("pick", pick, ("dup", "const", "const"), lambda: (np.ones(3), np.ones(3), True),
          ("may address either shadowed or unshadowed memory", "select", "array 'b' is const"),
          hint=("dup",)),
-    Case("escape", returns_array, ("dup",), lambda: (np.ones(3),),
+    Case("escape", cumulative, ("dup",), lambda: (np.ones(3),),
          ("an array holding active values escapes the function", "store ptr")),
+    Case("array-list", list_of_arrays, ("dup", "dup"), lambda: (np.ones(3), np.ones(3)),
+         ("pointer loaded from memory that may hold the address of a differentiated array",
+          "load ptr"), hint=("local variables",)),
     Case("int-view", int_view, ("dup",), lambda: (np.ones(3),),
          ("integer load from shadowed (float) memory", "load i64")),
     Case("blas", blas_matvec, ("dup", "dup"), lambda: (np.ones((2, 3)), np.ones(3)),

@@ -11,11 +11,11 @@ also imports this package under the name ``kernels``.
 """
 from __future__ import annotations
 
-from tests.kernels import apps, arrays, float32, loops, scalar
+from tests.kernels import apps, arrays, float32, loops, scalar, views
 from tests.support.kernel import TAGS, Kernel
 
 KERNELS: list[Kernel] = (scalar.KERNELS + loops.KERNELS + arrays.KERNELS + apps.KERNELS
-                         + float32.KERNELS)
+                         + float32.KERNELS + views.KERNELS)
 
 _BY_NAME = {k.name: k for k in KERNELS}
 if len(_BY_NAME) != len(KERNELS):

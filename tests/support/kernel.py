@@ -40,6 +40,7 @@ TAGS: dict[str, str] = {
     "callee": "calls another @numba.njit function",
     "int-arg": "takes integer parameters (sizes, iteration counts), always const",
     "realistic": "a small but real numerical program",
+    "view": "reshapes, flattens or broadcasts an array (an array struct kept in memory)",
 }
 
 

@@ -4,8 +4,9 @@ Layout of the derivative:
   entry        allocas (return slot and its shadow, adjoints, tape, loop counters)
   forward      a clone of the primal; loops get a counter; blocks with several predecessors
                record which one was taken; blocks push the values their reverse needs
-  RE           reached from every normal return: seeds the return adjoint, then jumps to
-               the reverse of the block that returned
+  RE           reached from every normal return: seeds the return adjoint (1.0 for a float
+               return, `d_ret` for returned tuples and arrays), then jumps to the reverse of
+               the block that returned
   B.rev        one per primal block: pops its tape frame, runs the adjoints of its
                instructions backwards, then continues with the reverse of the predecessor
                it was entered from (recorded, or `counter == 0` for loop headers); phi
@@ -35,11 +36,11 @@ from ...ir.values import (FALSE, Argument, Block, Constant, Function, Instructio
 from ..allocations import (allocate_raw_shadow, allocate_shadow, data_pointer, free_raw, refcount,
                            shadowed_allocations)
 from ..blas import axpy_function, dot_operands, dot_type, is_dot
-from ..common import (check_pointer_to_int, check_reinterpretation, check_store, describe_memory, fast_math_of,
-                      scale)
+from ..common import (check_pointer_to_int, check_reinterpretation, check_store,
+                      describe_memory, fast_math_of, scale, unknown_shadow_pointer)
 from ..memory import (INERT_CALLS, MEMORY_INTRINSICS, NRT_DATA, NRT_RAW_ALLOC, NRT_RAW_FREE,
-                      is_memory_intrinsic)
-from ..returns import ReturnSlot, find_return_type, is_exceptional_return, pack_results
+                      is_memory_intrinsic, pointer_base)
+from ..returns import is_exceptional_return, pack_results, release_arrays, return_slot
 from ..rules import lookup
 from ..rules.emitter import MathEmitter
 from ..rules.math import math_rule_name
@@ -49,6 +50,7 @@ from ..signature import build_signature
 from ..spec import Activity, DiffSpec
 from .copies import copy_adjoint_function, copy_element_type
 from .plan import InductionVariable, ReversePlan
+from .seed_return import seed_return_adjoints
 from .tape import Tape, pop_placeholder
 
 
@@ -106,7 +108,8 @@ class _Reverse:
     # ------------------------------------------------------------ driver
     def run(self) -> Function:
         self.info: ActivityInfo = analyze_activity(self.primal, *self._seeds())
-        self.allocs = shadowed_allocations(self.primal, self.info, self.diag)
+        self.allocs = shadowed_allocations(self.primal, self.info, self.diag,
+                                           self.primal.args[self.spec.retptr])
         self.speculated = _feeding_selects(self.primal)
         self.memory_types = analyze_memory_types(self.primal, known_element_types(self.primal,
                                                                                   self.spec))
@@ -145,7 +148,7 @@ class _Reverse:
             if p.activity.has_shadow and not p.is_array:
                 raise ActivityError(f"parameter '{p.name}' is a float passed by value: "
                                     "mark it 'active' to get its gradient")
-        self.slot = ReturnSlot(find_return_type(self.primal, self.spec.retptr))
+        self.slot = return_slot(self.primal, self.spec)
         self.ret_active = self.spec.ret is Activity.ACTIVE and self.slot.differentiable
         return activity_seeds(self.primal, self.spec)
 
@@ -198,6 +201,7 @@ class _Reverse:
             clone = b.insert(clone_instruction(inst, self._map, self.fwd.__getitem__))
             self.vmap[inst] = clone
             self._check_forward(inst)
+            self._mirror_returned_pointer(inst)
             if inst in self.allocs:
                 size, align = (self._map(op) for op in inst.operands)
                 self.fshadow[inst] = allocate_shadow(b, self.module, size, align)[0]
@@ -250,7 +254,7 @@ class _Reverse:
             if inst.operands:
                 raise self.diag.unsupported("dynamic alloca holding active values", inst)
             return self._zeroed_alloca(inst.source_type, (inst.name or "") + "'")  # type: ignore[arg-type]
-        raise self.diag.unsupported(f"pointer produced by '{op}' into shadowed memory", inst)
+        raise unknown_shadow_pointer(self.diag, inst)
 
     def _fshadow_of(self, ptr: Value, user: Instruction) -> Value:
         s = self.fshadow.get(ptr)
@@ -259,6 +263,16 @@ class _Reverse:
                 "a pointer that may address either shadowed or unshadowed memory", user,
                 f"mark every array reaching this instruction dup ({describe_memory(self.spec, ptr)})")
         return s
+
+    def _mirror_returned_pointer(self, inst: Instruction) -> None:
+        """A pointer stored into the return slot: its shadow goes into the shadow slot (null
+        if it has none), where the reverse entry finds a returned array's shadow."""
+        if inst.opcode != "store" or not inst.operands[0].type.is_pointer:
+            return
+        v, ptr = inst.operands
+        if ptr in self.info.shadowed and pointer_base(ptr) is self.primal.args[self.spec.retptr]:
+            shadow = self.fshadow.get(v, Constant(PTR, "null"))
+            self.b.store(shadow, self.fshadow[ptr])
 
     def _check_forward(self, inst: Instruction) -> None:
         """Reject what the reverse pass cannot handle, before emitting anything for it."""
@@ -346,9 +360,13 @@ class _Reverse:
             add_incoming(from_block, const_int(I32, i), self.fwd[blk])
         self.primal_value = b.load(self.slot.type, self.slot_ptr, "primal") \
             if self.slot.has_value else None
-        if self.ret_active:
+        if self.ret_active and self.spec.ret_leaves is None:
             shadow = self.fshadow[self.primal.args[self.spec.retptr]]
             b.store(_seed(self.slot.type), shadow)
+        elif self.ret_active:
+            seed_return_adjoints(b, self.module, self.slot, self.slot_ptr,
+                                 self.fshadow[self.primal.args[self.spec.retptr]],
+                                 self.sig, self.tape.release)
         targets = [self.rev[blk] for blk, _ in self.returns]
         if not targets:                      # the primal never returns normally
             b.unreachable()
@@ -368,6 +386,8 @@ class _Reverse:
                 grad = b.load(arg.type, self._adjoint_slot(arg))
                 grads.append(b.fadd(grad, zero(arg.type)))   # -0.0 (no contribution) -> +0.0
         results = [self.primal_value, grads] if self.spec.return_primal else grads
+        if not self.spec.return_primal and self.primal_value is not None:
+            release_arrays(b, self.module, self.spec, self.primal_value)
         pack_results(b, self.sig.retptr, self.spec.ret_type, results, self.diag)
         self.tape.release(b)
         b.ret(const_int(I32, 0))

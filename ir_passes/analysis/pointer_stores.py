@@ -1,0 +1,195 @@
+"""Memory that may hold the address of shadowed memory.
+
+Numba keeps array structs (meminfo, parent, nitems, itemsize, data, shape, strides) in stack
+slots around runtime calls such as `numba_attempt_nocopy_reshape`, and reloads the data
+pointer afterwards. Canonicalisation forwards such reloads to the stored value when it can
+prove nothing overwrote the field; a pointer still loaded from memory that may hold a shadowed
+pointer has a shadow the pass cannot know, so activity analysis marks it (and the synthesizers
+refuse it) instead of treating it as the address of memory without derivatives.
+
+Memory is tracked per (base, byte offset): a base is the alloca or allocation a pointer is
+derived from (`pointer_base`). Memory the function did not allocate, memory reached through
+an unknown offset, and memory handed to a call that may copy pointers are tracked coarsely.
+"""
+from __future__ import annotations
+
+from ..diff.memory import MEMORY_INTRINSICS, NRT_DATA, NRT_RAW_ALLOC, pointer_base
+from ..ir.types import ArrayType, StructType, Type, VectorType, align_of, size_of
+from ..ir.values import ConstInt, Function, Instruction, Value
+
+_NRT_NEW = ("NRT_MemInfo_alloc", "NRT_MemInfo_new")     # meminfo constructors
+# Calls known not to copy, keep or write pointers through their pointer arguments.
+_POINTER_NEUTRAL = ("llvm.lifetime.", "llvm.assume", "llvm.dbg.", "llvm.invariant.",
+                    "llvm.prefetch", "llvm.experimental.noalias.scope.decl", "NRT_incref",
+                    "NRT_decref", NRT_DATA, "numba_attempt_nocopy_reshape")
+
+
+def is_pointer_like(t: Type) -> bool:
+    return t.is_pointer or isinstance(t, VectorType) and t.element.is_pointer
+
+
+class PointerStores:
+    """Where pointers into shadowed memory may have been stored (grown to a fixpoint)."""
+
+    def __init__(self, fn: Function) -> None:
+        self._fields: set[tuple[Value, int | None]] = set()   # (local memory, offset)
+        self._anywhere = False      # some pointer went to memory tracked only coarsely
+        self._escaped = _escaped_memory(fn)
+
+    def record(self, inst: Instruction, shadowed: set[Value]) -> bool:
+        """Note what `inst` stores or copies; True when something new may hold a pointer."""
+        if inst.opcode == "store":
+            value, ptr = inst.operands
+            return is_pointer_like(value.type) and value in shadowed and self._mark(ptr)
+        name = inst.callee_name or ""
+        if inst.opcode != "call" or name.startswith(_POINTER_NEUTRAL):
+            return False
+        kind = _memory_intrinsic_kind(name)
+        if kind is not None:
+            return kind == "copy" and self.may_hold(inst.operands[1]) and \
+                self._mark(inst.operands[0], whole=True)
+        # Any other call may copy pointers from one argument to another, or keep them.
+        pointers = [op for op in inst.operands if is_pointer_like(op.type)]
+        if not any(op in shadowed or self.may_hold(op) for op in pointers):
+            return False
+        changed = False
+        for op in pointers:
+            changed |= self._mark(op, whole=True)
+        return changed
+
+    def may_return(self, call: Instruction, shadowed: set[Value]) -> bool:
+        """Whether pointer-returning `call` may return an address of shadowed memory: it is
+        handed a shadowed pointer, or memory that may hold one, and is not known."""
+        name = call.callee_name or ""
+        if name.startswith(_POINTER_NEUTRAL) or _memory_intrinsic_kind(name) is not None:
+            return False
+        return any(op in shadowed or self.may_hold(op)
+                   for op in call.operands if is_pointer_like(op.type))
+
+    def may_hold(self, ptr: Value) -> bool:
+        """Whether memory at `ptr` may hold a pointer into shadowed memory."""
+        memory, offset = local_memory(ptr)
+        if memory is None:
+            return self._anywhere
+        return any(m is memory and (o is None or offset is None or o == offset)
+                   for m, o in self._fields)
+
+    def _mark(self, ptr: Value, whole: bool = False) -> bool:
+        memory, offset = local_memory(ptr)
+        changed = False
+        if memory is None or memory in self._escaped:
+            changed = not self._anywhere
+            self._anywhere = True
+        if memory is not None and (memory, None if whole else offset) not in self._fields:
+            self._fields.add((memory, None if whole else offset))
+            changed = True
+        return changed
+
+
+def local_memory(ptr: Value) -> tuple[Value | None, int | None]:
+    """The function-local memory `ptr` addresses (an alloca, or the allocation call behind
+    an NRT data pointer) and its constant byte offset (None: unknown); (None, None) for
+    memory the function did not allocate."""
+    base, offset = base_and_offset(ptr)
+    if not isinstance(base, Instruction):
+        return None, None
+    if base.opcode == "alloca" or base.callee_name == NRT_RAW_ALLOC:
+        return base, offset
+    meminfo = base.operands[0] if base.callee_name == NRT_DATA else None
+    if isinstance(meminfo, Instruction) and (meminfo.callee_name or "").startswith(_NRT_NEW):
+        return meminfo, offset
+    return None, None
+
+
+def _escaped_memory(fn: Function) -> set[Value]:
+    """Local memory whose address is stored to memory or handed to a call that may keep it."""
+    out: set[Value] = set()
+    for inst in fn.instructions():
+        if inst.opcode == "store":
+            candidates = [inst.operands[0]]
+        elif inst.opcode == "call" and not (inst.callee_name or "").startswith(_POINTER_NEUTRAL) \
+                and _memory_intrinsic_kind(inst.callee_name or "") is None:
+            candidates = [op for op in inst.operands if op.type.is_pointer]
+        else:
+            continue
+        for v in candidates:
+            memory = v if isinstance(v, Instruction) and (v.callee_name or "").startswith(
+                _NRT_NEW) else local_memory(v)[0] if v.type.is_pointer else None
+            if memory is not None:
+                out.add(memory)
+    return out
+
+
+def never_reloaded(fn: Function, store: Instruction) -> bool:
+    """Whether the pointer `store` writes into a stack slot is never read back: no pointer
+    load or memory copy may read that field, and the slot's address does not escape (Numba
+    parks array structs around runtime calls that read only their shape and strides)."""
+    memory, offset = local_memory(store.operands[1])
+    if not (isinstance(memory, Instruction) and memory.opcode == "alloca") or offset is None \
+            or memory in _escaped_memory(fn):
+        return False
+    for inst in fn.instructions():
+        if inst.opcode == "load" and is_pointer_like(inst.type):
+            source = inst.operands[0]
+        elif _memory_intrinsic_kind(inst.callee_name or "") == "copy":
+            source = inst.operands[1]
+        else:
+            continue
+        m, o = local_memory(source)
+        if m is memory and (o is None or o == offset):
+            return False
+    return True
+
+
+def base_and_offset(ptr: Value) -> tuple[Value, int | None]:
+    """The base `ptr` is derived from and its constant byte offset from it (None: unknown)."""
+    base = pointer_base(ptr)
+    offset: int | None = 0
+    p = ptr
+    while p is not base:
+        if not (isinstance(p, Instruction) and p.opcode in ("getelementptr", "bitcast",
+                                                              "addrspacecast", "freeze")):
+            return base, None           # through a phi or select
+        if p.opcode == "getelementptr" and offset is not None:
+            step = gep_offset(p)
+            offset = None if step is None else offset + step
+        p = p.operands[0]
+    return base, offset
+
+
+def gep_offset(gep: Instruction) -> int | None:
+    """The constant byte offset a GEP adds to its base, or None when an index varies."""
+    indices = gep.operands[1:]
+    if not all(isinstance(i, ConstInt) for i in indices):
+        return None
+    t: Type = gep.source_type  # type: ignore[assignment]
+    offset = indices[0].value * size_of(t)  # type: ignore[attr-defined]
+    for index in indices[1:]:
+        k = index.value  # type: ignore[attr-defined]
+        if isinstance(t, StructType):
+            offset += _field_offset(t, k)
+            t = t.elements[k]
+        elif isinstance(t, (ArrayType, VectorType)):
+            t = t.element
+            offset += k * size_of(t)
+        else:
+            return None
+    return offset
+
+
+def _field_offset(t: StructType, k: int) -> int:
+    """Byte offset of element `k` of struct `t` (natural alignment unless packed)."""
+    offset = 0
+    for i, e in enumerate(t.elements[:k + 1]):
+        a = 1 if t.packed else align_of(e)
+        offset = (offset + a - 1) // a * a
+        if i < k:
+            offset += size_of(e)
+    return offset
+
+
+def _memory_intrinsic_kind(name: str) -> str | None:
+    parts = name.split(".")
+    return MEMORY_INTRINSICS.get(parts[1]) if len(parts) > 1 and parts[0] == "llvm" else None
+
+

@@ -1,0 +1,41 @@
+"""Raising a Python exception from synthesized code, the way Numba-compiled code does.
+
+Numba's ABI reports an exception by storing, through `excinfo`, a pointer to a constant
+`{ptr pickled, i32 length, ptr sha1, ptr null, i32 0}` describing `(class, args, location)`
+and returning status 1; the caller (Python wrapper or enclosing `@njit` code) re-raises it.
+Used for errors that only the derivative can see, e.g. a `d_ret` of the wrong shape.
+"""
+from __future__ import annotations
+
+import hashlib
+import pickle
+
+from ..ir.builder import Builder
+from ..ir.types import I32
+from ..ir.values import GlobalRef, Module, Value, const_int
+
+
+def raise_exception(b: Builder, module: Module, excinfo: Value, exc: type,
+                    message: str) -> None:
+    """Store the exception `exc(message)` into `excinfo` and return status 1."""
+    b.store(_exception_constant(module, exc, message), excinfo)
+    b.ret(const_int(I32, 1))
+
+
+def _exception_constant(module: Module, exc: type, message: str) -> GlobalRef:
+    data = pickle.dumps((exc, (message,), None), protocol=4)
+    digest = hashlib.sha1(data).digest()
+    name = f"enzyme_py.exc.{digest.hex()}"
+    if name not in module.globals:
+        module.globals[f"{name}.data"] = _bytes_global(f"{name}.data", data)
+        module.globals[f"{name}.sha1"] = _bytes_global(f"{name}.sha1", digest)
+        module.globals[name] = (f'@"{name}" = internal constant {{ ptr, i32, ptr, ptr, i32 }} '
+                                f'{{ ptr @"{name}.data", i32 {len(data)}, ptr @"{name}.sha1", '
+                                'ptr null, i32 0 }')
+    return GlobalRef(name)
+
+
+def _bytes_global(name: str, data: bytes) -> str:
+    text = "".join(chr(c) if 32 <= c < 127 and c not in (34, 92) else f"\\{c:02X}"
+                   for c in data)
+    return f'@"{name}" = internal constant [{len(data)} x i8] c"{text}"'

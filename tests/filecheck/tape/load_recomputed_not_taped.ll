@@ -1,0 +1,25 @@
+; A value loaded from an array the function never writes is reloaded in the reverse pass,
+; not taped: the only tape entry is the loop's trip count.
+; RUN: --func sumsq --args dup,const --stage tape
+define double @sumsq(ptr %x, i64 %n) {
+entry:
+  br label %loop
+loop:
+  %i = phi i64 [ 0, %entry ], [ %inc, %loop ]
+  %acc = phi double [ 0.0, %entry ], [ %add, %loop ]
+  %p = getelementptr inbounds double, ptr %x, i64 %i
+  %v = load double, ptr %p, align 8
+  %sq = fmul double %v, %v
+  %add = fadd double %acc, %sq
+  %inc = add nuw nsw i64 %i, 1
+  %done = icmp eq i64 %inc, %n
+  br i1 %done, label %exit, label %loop
+exit:
+  ret double %add
+}
+; CHECK: ; taped (1 value(s)
+; CHECK: loop.i.iter  i64
+; CHECK: ; recomputed in the reverse pass instead of taped (3):
+; CHECK-DAG: %v.i   double  recompute
+; CHECK-DAG: %i.i   i64     iv of loop loop.i
+; CHECK: ; total tape per call: 8 bytes
