@@ -140,7 +140,7 @@ def check_tuple_kernel(kernel: Kernel, args: tuple, params: list[str], derive=No
         assert_close(tangent[i], expected, 1e-5, 1e-8, f"{kernel.name} [forward] ret[{i}]")
     acts = ["active" if i in p.scalars else "dup" for i in range(len(args))]
     rev = derive(kernel.fn, f"d_{kernel.name}_rev", acts, mode="reverse")
-    shadows = {i: np.zeros_like(a) for i, a in enumerate(args) if i in p.arrays}
+    shadows = {i: make_shadow(a) for i, a in enumerate(args) if i in p.arrays}
     call = [v for i, a in enumerate(copy_args(args))
             for v in ((a, shadows[i]) if i in shadows else (a,))]
     grads = dict(zip(p.scalars, rev(*call, weights)))
