@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from numba import types
 
 from ir_passes.diff.spec import Activity
-from ir_passes.errors import ActivityError
+from ir_passes.errors import ActivityError, UnsupportedError
 
 MODES = ("forward", "reverse")
 _RET_WORDS = {"reverse": ("active", "const"), "forward": ("dup", "dupnoneed", "const")}
@@ -96,6 +96,13 @@ def ret_words(ret: Activity | tuple[Activity, ...] | None):
 
 
 def _parameters(pyfunc) -> list[str]:
+    if inspect.isgeneratorfunction(pyfunc) or inspect.iscoroutinefunction(pyfunc):
+        # refused here: Numba's lowering of a generator aborts the process in capture
+        raise UnsupportedError(
+            f"{pyfunc.__name__} is a generator (it uses yield)",
+            source=f"{pyfunc.__code__.co_filename}:{pyfunc.__code__.co_firstlineno}",
+            hint="generators are not supported; return the result, or write it into an "
+                 "output array argument marked 'dup'")
     sig = inspect.signature(pyfunc)
     out = []
     for p in sig.parameters.values():

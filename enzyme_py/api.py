@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import keyword
 
 import numpy as np
 from numba import njit
@@ -112,7 +113,8 @@ def derive_diff(f, name: str | None, activities, mode: str = "reverse", *,
 
 def _ident(name: str) -> str:
     out = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
-    return out if out and not out[0].isdigit() else "_" + out
+    out = out if out and not out[0].isdigit() else "_" + out
+    return out + "_" if keyword.iskeyword(out) or out == "__stub" else out
 
 
 class autodiff:

@@ -5,16 +5,20 @@
 TARGET is `module:func`, `path/to/file.py:func`, or a `.ll` / `.bc` file with `--func NAME`.
 Prints the requested stage (see `enzyme_py.inspection`) to stdout or `-o FILE`. Exit status:
 0 on success, 1 when the pipeline reports an error (the message names the instruction and the
-Python `file:line`), 2 for a bad command line.
+Python `file:line`), 2 for a bad command line. Every failure is one `enzyme-py: error:` message
+on stderr, never a traceback (`--traceback` shows one for an internal error).
 """
 from __future__ import annotations
 
 import argparse
+import io
+import os
 import sys
+import traceback
 
 from ir_passes.errors import EnzymePyError
 
-from .inspection import STAGES, inspection, parse_sizes
+from .inspection import STAGES, InspectionError, check_cfg_path, inspection, parse_sizes
 
 _EPILOG = """\
 examples:
@@ -53,7 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "forward: dup/dupnoneed/const)")
     p.add_argument("--return-primal", action="store_true",
                    help="reverse mode: also return the primal value")
-    p.add_argument("--width", type=int, default=1, help="forward mode: vector width")
+    p.add_argument("--width", type=_positive_int, default=1,
+                   help="forward mode: vector width (a positive integer)")
     p.add_argument("--sizes", action="append", default=[], metavar="NAME=N",
                    help="sizes for tape totals, e.g. n=1000 or x=1000 (all of x's extents); "
                    "repeatable or comma-separated")
@@ -66,20 +71,77 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cfg", metavar="FILE", help="also write control-flow graphs of primal and "
                    "derivative: FILE.dot, or FILE.svg / FILE.png (needs Graphviz)")
     p.add_argument("--output", "-o", metavar="FILE", help="write the stage text to FILE")
+    p.add_argument("--traceback", action="store_true",
+                   help="on an unexpected (internal) error, show the Python traceback")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the command; every failure is one `enzyme-py: error: ...` on stderr, never a
+    traceback (unless --traceback): exit 1, or 2 for a bad command line (argparse)."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())     # `MODULE:FUNC` from here, as `python -m` does
     try:
         return _inspect(args)
     except EnzymePyError as exc:
-        print(f"enzyme-py: error: {exc}", file=sys.stderr)
+        return _fail(str(exc))
+    except BrokenPipeError:                 # `enzyme-py inspect ... | head`
+        _silence_stdout()
         return 1
+    except OSError as exc:
+        target = exc.filename or args.output or "the output"
+        return _fail(f"cannot write {target}: {exc.strerror or exc}")
+    except KeyboardInterrupt:
+        return _fail("interrupted", 130)
+    except Exception as exc:  # noqa: BLE001 - the command line's last line of defence
+        if args.traceback:
+            raise
+        frame = traceback.extract_tb(exc.__traceback__)[-1]
+        return _fail(f"internal error: {type(exc).__name__}: {exc} (at {frame.filename}:"
+                     f"{frame.lineno}); this is a bug in enzyme_py: please report it with the "
+                     "command line (--traceback shows the details)")
+
+
+def _fail(message: str, status: int = 1) -> int:
+    print(f"enzyme-py: error: {message}", file=sys.stderr)
+    return status
+
+
+def _silence_stdout() -> None:
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError, io.UnsupportedOperation):
+        pass
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer (1, 2, ...), not {text!r}")
+    return value
+
+
+def _check_output(path: str, flag: str) -> None:
+    """Refuse, before any work, an output path that cannot be written."""
+    if os.path.isdir(path):
+        raise InspectionError(f"{flag} {path} is a folder: give a file name in it")
+    folder = os.path.dirname(path)
+    if folder and not os.path.isdir(folder):
+        raise InspectionError(f"{flag} {path}: the folder {folder} does not exist; create it "
+                              f"(mkdir -p {folder}) or write somewhere else")
 
 
 def _inspect(args: argparse.Namespace) -> int:
+    if args.output:
+        _check_output(args.output, "-o")
+    if args.cfg:
+        _check_output(args.cfg, "--cfg")
+        check_cfg_path(args.cfg)
     ins = inspection(args.target, args.activities, args.mode, types=args.types, func=args.func,
                      abi=args.abi, ret=args.ret, return_primal=args.return_primal,
                      width=args.width, canonicalize=args.canonicalize,

@@ -38,20 +38,17 @@ from __future__ import annotations
 
 import ast
 import functools
-import importlib
-import importlib.util
 import linecache
 import os
 import shutil
 import subprocess
-import sys
 import weakref
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Mapping, Sequence
 
-import llvmlite.binding as llvm
 from numba import njit, types
 from numba.core.dispatcher import Dispatcher
+from numba.core.errors import NumbaError
 
 from ir_passes.analysis.activity import ActivityInfo, analyze_activity, print_activity
 from ir_passes.analysis.cfg_dot import cfg_dot
@@ -62,7 +59,7 @@ from ir_passes.diff.reverse.tape_report import TapeReport, print_tape, tape_repo
 from ir_passes.diff.seeds import activity_seeds
 from ir_passes.diff.spec import Activity, DiffSpec, ParamSpec
 from ir_passes.diagnostics import Diagnostics
-from ir_passes.errors import ActivityError, EnzymePyError, InvalidIRError
+from ir_passes.errors import ActivityError, InvalidIRError
 from ir_passes.ir.builder import Builder
 from ir_passes.ir.parser import parse_module, parse_type
 from ir_passes.ir.printer import Namer, print_function, print_module
@@ -74,17 +71,16 @@ from .activities import check_types, parse_spec, ret_words, return_activity
 from .numba_bridge.capture import capture
 from .numba_bridge.link import llvm_abi
 from .returns import return_fields
+from .sources import (InspectionError, ir_error, load_python_target, numba_error,
+                      read_ir)
 from .specialize import result_type
 
-__all__ = ["STAGES", "Inspection", "InspectionError", "Target", "inspect", "inspection",
-           "load_python_target", "parse_sizes", "parse_types", "render_dot", "source_summary"]
+__all__ = ["STAGES", "Inspection", "InspectionError", "Target", "check_cfg_path", "inspect",
+           "inspection", "load_python_target", "parse_sizes", "parse_types", "render_dot",
+           "source_summary"]
 
 STAGES = ("raw", "canonical", "activity", "derivative", "optimized", "tape")
 _ALIASES = {"primal": "canonical", "preprocessed": "canonical"}
-
-
-class InspectionError(EnzymePyError, ValueError):
-    """A request the inspection tool cannot serve (bad target, types, stage, missing tool)."""
 
 
 @dataclass(frozen=True)
@@ -297,14 +293,12 @@ def _op_name(inst: Instruction) -> str:
     return f"call {inst.callee_name}" if inst.opcode == "call" else inst.opcode
 
 
-def render_dot(dot_text: str, path: str | os.PathLike) -> None:
-    """Write DOT text to a .dot file, or render it to .svg / .png with Graphviz."""
+def check_cfg_path(path: str | os.PathLike) -> str | None:
+    """Refuse a --cfg name `render_dot` cannot write; the `dot` program it needs, or None."""
     path = os.fspath(path)
     ext = os.path.splitext(path)[1].lower()
     if ext in (".dot", ".gv"):
-        with open(path, "w") as f:
-            f.write(dot_text)
-        return
+        return None
     if ext not in (".svg", ".png"):
         raise InspectionError(f"--cfg {path}: expected a .dot, .svg or .png file name")
     dot = shutil.which("dot")
@@ -313,6 +307,18 @@ def render_dot(dot_text: str, path: str | os.PathLike) -> None:
             f"rendering {path} needs Graphviz's 'dot' program, which is not on PATH: install "
             "Graphviz (Debian/Ubuntu: apt-get install graphviz; conda: conda install graphviz; "
             "macOS: brew install graphviz), or write the graph as .dot instead")
+    return dot
+
+
+def render_dot(dot_text: str, path: str | os.PathLike) -> None:
+    """Write DOT text to a .dot file, or render it to .svg / .png with Graphviz."""
+    path = os.fspath(path)
+    dot = check_cfg_path(path)
+    if dot is None:
+        with open(path, "w") as f:
+            f.write(dot_text)
+        return
+    ext = os.path.splitext(path)[1].lower()
     proc = subprocess.run([dot, f"-T{ext[1:]}", "-o", path], input=dot_text.encode(),
                           capture_output=True, check=False)
     if proc.returncode != 0:
@@ -352,43 +358,16 @@ _TYPE_NODES = (ast.Expression, ast.Tuple, ast.Name, ast.Load, ast.Subscript, ast
                ast.Constant, ast.Call, ast.keyword, ast.List)
 
 
-def load_python_target(spec: str):
-    """`"module:func"` or `"path/to/file.py:func"` (`func` may be dotted) -> the object."""
-    mod_part, sep, attr = spec.rpartition(":")
-    if not sep or not mod_part or not attr:
-        raise InspectionError(f"{spec!r}: expected MODULE:FUNC or path/file.py:FUNC")
-    if mod_part.endswith(".py") or os.sep in mod_part or os.path.exists(mod_part):
-        path = os.path.abspath(mod_part)
-        if not os.path.isfile(path):
-            raise InspectionError(f"{mod_part}: no such file")
-        name = "_enzyme_inspect_" + os.path.splitext(os.path.basename(path))[0]
-        module = sys.modules.get(name)
-        if module is None or getattr(module, "__file__", None) != path:
-            if os.path.dirname(path) not in sys.path:      # for the file's own imports
-                sys.path.insert(0, os.path.dirname(path))
-            spec_ = importlib.util.spec_from_file_location(name, path)
-            assert spec_ is not None and spec_.loader is not None
-            module = importlib.util.module_from_spec(spec_)
-            sys.modules[name] = module
-            spec_.loader.exec_module(module)
-    else:
-        module = importlib.import_module(mod_part)
-    obj: Any = module
-    for part in attr.split("."):
-        try:
-            obj = getattr(obj, part)
-        except AttributeError:
-            raise InspectionError(f"{mod_part} has no attribute {attr!r}") from None
-    return obj
-
-
 def _numba_target(f, activities, mode, argtypes, ret, return_primal, width) -> Target:
     if isinstance(f, str):
         f = load_python_target(f)
     primal, defaults = _primal_and_defaults(f)
     if activities is None:
         if defaults is None:
-            raise InspectionError("give one activity per parameter (args=/--args)")
+            names = ", ".join(primal.py_func.__code__.co_varnames[
+                :primal.py_func.__code__.co_argcount])
+            raise InspectionError(f"{primal.py_func.__name__}({names}): give one activity per "
+                                  "parameter (args=/--args, e.g. --args dup,const)")
         activities = [a.value for a in defaults.activities]
         mode = mode or defaults.mode
         ret = ret if ret is not None else ret_words(defaults.ret)
@@ -399,9 +378,13 @@ def _numba_target(f, activities, mode, argtypes, ret, return_primal, width) -> T
     primal_types = _argument_types(primal, argtypes)
     if len(primal_types) != len(spec.params):
         raise InspectionError(f"{primal.py_func.__name__} has {len(spec.params)} parameter(s) "
-                              f"but {len(primal_types)} type(s) were given")
+                              f"({', '.join(spec.params)}) but {len(primal_types)} type(s) were "
+                              "given: give one --types entry per parameter")
     check_types(spec, primal_types)
-    cap = capture(primal, primal_types)
+    try:
+        cap = capture(primal, primal_types)
+    except NumbaError as exc:
+        raise numba_error(exc, primal.py_func.__name__, primal_types) from None
     ret_act = return_activity(spec, cap.restype)
     restype = result_type(spec, cap.restype, ret_act, primal_types)
     _, ret_text = llvm_abi((), restype)
@@ -433,8 +416,9 @@ def _primal_and_defaults(f):
         if jitted is None:                  # one dispatcher per function: captures are cached
             jitted = _jitted[f] = njit(f)
         return jitted, None
-    raise InspectionError(f"cannot inspect {f!r}: expected a Python function, a numba.njit "
-                          "dispatcher, an @autodiff object, or an IR file")
+    raise InspectionError(f"cannot inspect {f!r} ({type(f).__name__}): expected a Python "
+                          "function, a numba.njit dispatcher, an @autodiff object, or an IR "
+                          "file")
 
 
 _jitted: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -462,36 +446,27 @@ def _is_ir_source(target) -> bool:
     return False
 
 
-def _read_ir(target) -> tuple[str, str]:
-    """(module text, display name) of a .ll / .bc path or IR text."""
-    text = os.fspath(target)
-    if "define " in text and not os.path.exists(text):
-        return text, "<ir>"
-    if not os.path.isfile(text):
-        raise InspectionError(f"{text}: no such file")
-    if text.endswith(".bc"):
-        with open(text, "rb") as f:
-            data = f.read()
-        try:
-            return str(llvm.parse_bitcode(data)), os.path.basename(text)
-        except RuntimeError as exc:
-            raise InvalidIRError(f"{text}: {exc}") from None
-    with open(text) as f:
-        return f.read(), os.path.basename(text)
-
-
 def _ir_target(source, func: str, activities, mode: str, abi: str, ret, return_primal: bool,
                width: int, canonicalize: bool) -> Target:
     if mode not in ("forward", "reverse"):
         raise ActivityError(f"mode must be 'forward' or 'reverse', not {mode!r}")
-    raw, where = _read_ir(source)
-    module = parse_module(_named(raw))
+    if not isinstance(width, int) or width < 1:
+        raise ActivityError(f"width must be a positive integer, not {width!r}")
+    raw, where = read_ir(source)
+    try:
+        named = _named(raw)
+    except InvalidIRError as exc:
+        raise ir_error(exc, where) from None
+    module = parse_module(named)
     fn = _find_function(module, func, where)
     base, func = func, fn.name or func        # derivative named after what was asked for
     if abi == "auto":
         abi = "numba" if _has_numba_abi(fn) else "c"
     if abi not in ("numba", "c"):
         raise InspectionError(f"abi must be auto, numba or c, not {abi!r}")
+    if abi == "numba" and not _has_numba_abi(fn):
+        raise InspectionError(f"@{fn.name} does not have Numba's calling convention "
+                              "(i32 (ptr %retptr, ptr %excinfo, ...)): use --abi c or auto")
     words = activities.split(",") if isinstance(activities, str) else list(activities)
     acts = [_activity(str(w).strip()) for w in words]
     if abi == "c":
@@ -499,7 +474,7 @@ def _ir_target(source, func: str, activities, mode: str, abi: str, ret, return_p
     else:
         primal_name, params = func, _numba_abi_params(fn, acts)
     _check_ir_activities(module.functions[primal_name], params, mode)
-    canonical = _canonical(module, primal_name, canonicalize, _named(raw))
+    canonical = _canonical(module, primal_name, canonicalize, named)
     primal = parse_module(canonical).functions[primal_name]
     slot = find_return_type(primal, 0)
     ret_act = _ir_return_activity(slot, ret, mode)
@@ -510,7 +485,7 @@ def _ir_target(source, func: str, activities, mode: str, abi: str, ret, return_p
                      ret_type=_ir_result_type(primal, params, slot, ret_act, mode, width,
                                               return_primal),
                      width=width, return_primal=return_primal)
-    return Target(f"@{func} in {where}", raw, canonical, dspec, abi)
+    return Target(f"@{func} in {os.path.basename(where)}", raw, canonical, dspec, abi)
 
 
 def _find_function(module: Module, func: str, where: str) -> Function:

@@ -2,7 +2,9 @@
 
 Hypothesis draws a small Python program as source text (straight-line scalar code with
 branches, min/max and math calls; counted, nested and while loops over a float carry; loops
-over 1-D/2-D arrays, strided views, outputs and in-place updates) plus a point. Points where a
+over 1-D/2-D arrays, strided views, outputs and in-place updates; and the shapes users write
+with arrays, tests/support/progen_shapes.py: slices and row views, temporaries, swaps,
+@njit helpers returning tuples, tuples of floats and of arrays) plus a point. Points where a
 branch/min/max/abs is within 1e-3 of flipping, where a decision changes inside the FD stencil,
 where values are huge or where finite differences are noisy are rejected (``assume``) by
 running an instrumented copy of the program in the Python interpreter, before anything is
@@ -11,6 +13,9 @@ compiled. Each surviving program is ``numba.njit``-ed and checked:
 - forward mode against central finite differences (check_forward),
 - reverse mode against central finite differences (check_reverse, incl. accumulation),
 - forward against reverse: <J t, w> == <t, J^T w> (check_inner_product).
+
+A clean UnsupportedError (naming the construct) is not a failure, but each test requires at
+least MIN_SUPPORTED of the programs it compiled to be supported, and prints the share.
 
 Runs are reproducible (``derandomize=True``, no example database). Set
 ``ENZYME_PROGEN_EXAMPLES=<n>`` to run more examples per test (bug hunting), and
@@ -24,19 +29,23 @@ from __future__ import annotations
 import math
 import os
 import re
+from collections import Counter
 
+import numba
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, event, given, note, seed, settings
 
 from enzyme_py import UnsupportedError
-from tests.support import progen
+from tests.support import progen, progen_shapes
 from tests.support.arrays import copy_args, make_shadow
-from tests.support.gradcheck import Problem, check_forward, check_reverse
+from tests.support.gradcheck import Problem, assert_close, check_forward, check_reverse
 from tests.support.kernel import Kernel
 
 EXAMPLES = int(os.environ.get("ENZYME_PROGEN_EXAMPLES", "0")) or None
 SEED = os.environ.get("ENZYME_PROGEN_SEED")
+#: the least share of compiled programs per test that must be supported (not UnsupportedError)
+MIN_SUPPORTED = 0.9
 
 
 def _settings(n: int):
@@ -109,29 +118,88 @@ def check_kernel(kernel: Kernel, args: tuple, value_scale: float = 1.0,
     check_inner_product(kernel, args, fwd, rev, atol)
 
 
-def check_case(case: progen.Case) -> None:
-    """Screen the case (reject unfit points), then run ``check_kernel``; failures carry the
-    program source and arguments. An UnsupportedError is accepted if it names the
-    construct."""
+def check_tuple_kernel(kernel: Kernel, args: tuple, params: list[str], derive=None) -> None:
+    """A function returning a tuple of floats (API.md, "Functions that return arrays or
+    tuples"): forward mode's tangent tuple against FD of each element, reverse mode with
+    ``d_ret`` against the FD gradient of ``<d_ret, f(x)>``. ``derive`` replaces
+    ``derive_diff`` (to test this checker)."""
+    from enzyme_py import derive_diff
+    derive = derive or derive_diff
+    k = len(kernel.fn(*copy_args(args)))
+    weights = tuple(float(v) for v in np.random.default_rng(1).uniform(-1.0, 1.0, k).round(3))
+    scalarized = [_scalarized(kernel, params, w) for w in
+                  [tuple(float(i == j) for j in range(k)) for i in range(k)] + [weights]]
+    p = Problem(kernel, args)
+    t = p.random_x(np.random.default_rng(0))
+    fwd = derive(kernel.fn, f"d_{kernel.name}_fwd", ["dup"] * len(args), mode="forward")
+    call = [v for i, a in enumerate(copy_args(args))
+            for v in ((a, make_shadow(a, t[i])) if i in p.diff else (a,))]
+    _, tangent = fwd(*call)
+    for i, s in enumerate(scalarized[:k]):
+        expected = Problem(s, args).fd_jvp(t)["ret"]
+        assert_close(tangent[i], expected, 1e-5, 1e-8, f"{kernel.name} [forward] ret[{i}]")
+    acts = ["active" if i in p.scalars else "dup" for i in range(len(args))]
+    rev = derive(kernel.fn, f"d_{kernel.name}_rev", acts, mode="reverse")
+    shadows = {i: make_shadow(a) for i, a in enumerate(args) if i in p.arrays}
+    call = [v for i, a in enumerate(copy_args(args))
+            for v in ((a, shadows[i]) if i in shadows else (a,))]
+    grads = dict(zip(p.scalars, rev(*call, weights)))
+    expected = Problem(scalarized[-1], args).fd_gradient(1.0)
+    for i in p.diff:
+        got = grads[i] if i in grads else shadows[i]
+        assert_close(got, expected[i], 1e-5, 1e-8, f"{kernel.name} [reverse] d{params[i]}")
+
+
+def _scalarized(kernel: Kernel, params: list[str], w: tuple) -> Kernel:
+    """``sum_k w[k] * f(...)[k]`` as a kernel (for finite differences of a tuple result)."""
+    plist = ", ".join(params)
+    terms = " + ".join(f"{wk!r} * r[{i}]" for i, wk in enumerate(w))
+    ns = {"_f": numba.njit(kernel.fn)}
+    exec(f"def scalarized({plist}):\n    r = _f({plist})\n    return {terms}\n", ns)
+    return Kernel(name=f"{kernel.name}_w", fn=ns["scalarized"], make_args=kernel.make_args,
+                  outputs=kernel.outputs)
+
+
+def check_case(case: progen.Case, outcomes: Counter) -> None:
+    """Screen the case (reject unfit points), then check it (``check_case_outcome``) and count
+    the outcome in ``outcomes``. An UnsupportedError counts as "unsupported" if it names the
+    construct; the test then requires a minimum share of supported programs."""
     why = progen.screen(case)
     note(case.describe())
     if why is not None:
         note(f"rejected: {why}")
     assume(why is None)
+    try:
+        check_case_outcome(case)
+    except UnsupportedError as e:
+        assert _unsupported_names_construct(e), f"UnsupportedError names no construct: {e}"
+        note(f"unsupported: {e}")
+        event(f"UnsupportedError: {e.what[:60]}")
+        outcomes["unsupported"] += 1
+        return
+    outcomes["ok"] += 1
+
+
+def check_case_outcome(case: progen.Case) -> None:
+    """The Numba primal against the Python program, then ``check_kernel`` (or
+    ``check_tuple_kernel``). Raises UnsupportedError as is; other failures carry the
+    program source and arguments."""
     kernel = Kernel(name=case.name, fn=case.function(), make_args=lambda rng: case.args,
                     outputs=case.outputs)
     try:
         # The generator's Python semantics must match Numba's, or the screening is moot.
         p = Problem(kernel, case.args)
-        got = ([] if p.base.ret is None else [float(p.base.ret)]) + [
+        rets = () if p.base.ret is None else np.atleast_1d(np.asarray(p.base.ret, float))
+        got = [float(r) for r in rets] + [
             v for i in p.arrays for v in np.asarray(p.base.arrays[i]).ravel(order="C")]
         np.testing.assert_allclose(got, progen.python_outputs(case), rtol=1e-10, atol=1e-12,
                                    err_msg="Numba primal differs from the Python program")
-        check_kernel(kernel, case.args, case.value_scale, case.deriv_scale)
-    except UnsupportedError as e:
-        assert _unsupported_names_construct(e), f"UnsupportedError names no construct: {e}"
-        note(f"unsupported (accepted): {e}")
-        event(f"UnsupportedError: {e.what[:60]}")
+        if case.returns_tuple:
+            check_tuple_kernel(kernel, case.args, case.params)
+        else:
+            check_kernel(kernel, case.args, case.value_scale, case.deriv_scale)
+    except UnsupportedError:
+        raise
     except Exception as e:
         raise AssertionError(f"{type(e).__name__}: {e}\n--- program ---\n{case.describe()}") \
             from e
@@ -146,22 +214,48 @@ def check_program(source: str, args: tuple, outputs: tuple[int, ...] = ()) -> No
     check_kernel(kernel, args)
 
 
-@_settings(16)
-@given(case=progen.scalar_cases())
-def test_scalar_programs(case):
-    check_case(case)
+def run_cases(strategy, n: int, what: str) -> None:
+    """Check ``n`` drawn programs; require MIN_SUPPORTED of the compiled ones to be
+    supported (an UnsupportedError is clean, but a generator whose programs are mostly
+    refused tests nothing)."""
+    outcomes: Counter = Counter()
+    n = EXAMPLES or n
+
+    @_settings(n)
+    @given(case=strategy)
+    def run(case):
+        check_case(case, outcomes)
+
+    run()
+    check_share(outcomes, n, what)
 
 
-@_settings(15)
-@given(case=progen.loop_cases())
-def test_loop_programs(case):
-    check_case(case)
+def check_share(outcomes: Counter, n: int, what: str) -> None:
+    """At least half of the ``n`` drawn programs were checked, and MIN_SUPPORTED of those
+    were supported; prints the share."""
+    compiled = outcomes["ok"] + outcomes["unsupported"]
+    share = outcomes["ok"] / compiled if compiled else 0.0
+    print(f"{what}: {outcomes['ok']} of {compiled} compiled programs supported ({share:.0%})")
+    assert compiled >= n // 2, f"{what}: only {compiled} of {n} drawn programs were checked"
+    assert share >= MIN_SUPPORTED, (
+        f"{what}: only {share:.0%} of {compiled} programs supported (expected at least "
+        f"{MIN_SUPPORTED:.0%}); {outcomes['unsupported']} raised UnsupportedError")
 
 
-@_settings(15)
-@given(case=progen.array_cases())
-def test_array_programs(case):
-    check_case(case)
+def test_scalar_programs():
+    run_cases(progen.scalar_cases(), 12, "scalar programs")
+
+
+def test_loop_programs():
+    run_cases(progen.loop_cases(), 12, "loop programs")
+
+
+def test_array_programs():
+    run_cases(progen.array_cases(), 12, "array programs")
+
+
+def test_shape_programs():
+    run_cases(progen_shapes.shape_cases(), 8, "shape programs")
 
 
 # --------------------------------------------------------------------------------------------
@@ -204,6 +298,43 @@ def test_unsupported_message_check():
     assert _unsupported_names_construct(named)
     assert _unsupported_names_construct(UnsupportedError("call to `frobnicate`"))
     assert not _unsupported_names_construct(UnsupportedError("something went wrong"))
+
+
+def test_share_check():
+    check_share(Counter(ok=9, unsupported=1), 10, "programs")
+    with pytest.raises(AssertionError, match=r"only 80% of 10 programs supported \(expected "
+                                             r"at least 90%\); 2 raised UnsupportedError"):
+        check_share(Counter(ok=8, unsupported=2), 10, "programs")
+    with pytest.raises(AssertionError, match="only 4 of 10 drawn programs were checked"):
+        check_share(Counter(ok=4), 10, "programs")
+
+
+def test_tuple_return_checker():
+    """check_tuple_kernel (for programs returning tuples, drawn once INCLUDE_TUPLE_RETURNS is
+    on) accepts a hand-written derivative following API.md and rejects a wrong one."""
+    def f(x, y, a):
+        return x * y + a[0], x + math.sin(y) * a[1]
+
+    def fwd(x, tx, y, ty, a, ta):
+        value = f(x, y, a)
+        return value, (tx * y + x * ty + ta[0], tx + math.cos(y) * ty * a[1] + math.sin(y) * ta[1])
+
+    def rev(x, y, a, da, d_ret, wrong=False):
+        d0, d1 = d_ret
+        da[0] += d0
+        da[1] += d1 * math.sin(y)
+        return d0 * y + d1, d0 * x + d1 * math.cos(y) * (a[1] if not wrong else 1.0)
+
+    def derive(fn, name, acts, mode):
+        return fwd if mode == "forward" else derive.rev
+
+    kernel = Kernel(name="tuple_ret", fn=f, make_args=lambda rng: ())
+    args = (0.3, 0.8, np.array([0.5, -1.5]))
+    derive.rev = rev
+    check_tuple_kernel(kernel, args, ["x", "y", "a"], derive)
+    derive.rev = lambda *call: rev(*call, wrong=True)
+    with pytest.raises(AssertionError, match=r"tuple_ret \[reverse\] dy"):
+        check_tuple_kernel(kernel, args, ["x", "y", "a"], derive)
 
 
 # --------------------------------------------------------------------------------------------

@@ -334,7 +334,7 @@ def test_python_target_strings():
                                          stage="canonical")
     assert "square (float64)" in inspect("tests.cli.samples:square", "active", types="float64",
                                          stage="canonical")
-    with pytest.raises(InspectionError, match="has no attribute 'nope'"):
+    with pytest.raises(InspectionError, match="has no function 'nope'; it defines branchy"):
         inspect("tests.cli.samples:nope", "active", types="float64")
 
 

@@ -23,6 +23,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import numba
 import numpy as np
 from hypothesis import strategies as st
 
@@ -289,6 +290,10 @@ class Case:
     args: tuple
     outputs: tuple[int, ...] = ()
     arg_src: list[str] = field(default_factory=list)
+    #: ``@njit`` helper functions the program calls, as (plain, traced) source pairs
+    helpers: list[tuple[str, str]] = field(default_factory=list)
+    #: the program returns a tuple of floats (checked element-wise)
+    returns_tuple: bool = False
     name: str = ""
     value_scale: float = 1.0  # set by screen()
     deriv_scale: float = 1.0  # set by screen()
@@ -297,16 +302,17 @@ class Case:
         if not self.name:
             self.name = f"gen_{self.kind}_{next(_COUNTER)}"
 
-    def _text(self, lines: list[str]) -> str:
-        return "\n".join([f"def {self.name}({', '.join(self.params)}):"] + lines) + "\n"
+    def _text(self, lines: list[str], helpers: list[str]) -> str:
+        main = "\n".join([f"def {self.name}({', '.join(self.params)}):"] + lines) + "\n"
+        return "\n".join(helpers + [main])
 
     @property
     def source(self) -> str:
-        return self._text(self.emitter.plain)
+        return self._text(self.emitter.plain, [plain for plain, _ in self.helpers])
 
     @property
     def traced_source(self) -> str:
-        return self._text(self.emitter.traced)
+        return self._text(self.emitter.traced, [traced for _, traced in self.helpers])
 
     def describe(self) -> str:
         """The program and a Python expression for its arguments (for failure messages)."""
@@ -318,13 +324,13 @@ class Case:
         filename = f"<progen {self.name}>"
         src = self.source
         linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
-        ns: dict = {"math": math, "np": np}
+        ns: dict = {"math": math, "np": np, "njit": numba.njit}
         exec(compile(src, filename, "exec"), ns)
         return ns[self.name]
 
     def traced_function(self) -> tuple[Callable, Tracer]:
         holder = Tracer()
-        ns: dict = {"math": math, "np": np, "_T": holder}
+        ns: dict = {"math": math, "np": np, "_T": holder, "njit": lambda f: f}
         exec(compile(self.traced_source, f"<progen traced {self.name}>", "exec"), ns)
         return ns[self.name], ns
 
@@ -371,7 +377,8 @@ class Screen:
                 ret = self.fn(*args)
             except (ZeroDivisionError, OverflowError, FloatingPointError, ValueError) as e:
                 raise Reject(f"{type(e).__name__}: {e}") from None
-        ys = [] if ret is None else [tracer.v(ret)]
+        rets = () if ret is None else ret if isinstance(ret, tuple) else (ret,)
+        ys = [tracer.v(r) for r in rets]
         for a in args:
             if is_float_array(a):
                 ys.extend(tracer.v(v) for v in np.asarray(a).ravel(order="C"))
