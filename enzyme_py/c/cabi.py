@@ -32,7 +32,8 @@ from ir_passes.ir.types import I32, I64, PTR, VOID, ArrayType, FunctionType, Str
 from ir_passes.ir.values import Function, Module, Value, const_int, zero
 
 from ..inspection import InspectionError, _ir_target, _named
-from .program import check_supported, primal_function
+from .program import (check_supported, define_runtime_allocator, primal_function,
+                      use_runtime_allocator)
 
 __all__ = ["CDerivative", "c_derivative", "result_types"]
 
@@ -56,14 +57,16 @@ def c_derivative(ir_text: str, fn_name: str, activities, mode: str, symbol: str,
     primal = primal_function(module, fn_name)
     acts = _activities(primal, activities, mode)
     check_supported(module, primal)
+    use_runtime_allocator(module)
     ret = "dupnoneed" if mode == "forward" and primal.ftype.ret.is_float else None
     try:
-        target = _ir_target(ir_text, fn_name, [a.value for a in acts], mode, "c", ret, False,
+        target = _ir_target(print_module(module), fn_name, [a.value for a in acts], mode, "c", ret, False,
                             1, True)
     except InspectionError as exc:
         raise UnsupportedError(str(exc), function=fn_name) from None
     dmodule = parse_module(target.canonical_text)
     derivative, _ = differentiate(dmodule, target.spec, f"@{fn_name}")
+    define_runtime_allocator(dmodule)
     derivative.linkage = "internal"
     derivative.fn_attrs = "alwaysinline"
     out = result_types(primal, acts, mode)
