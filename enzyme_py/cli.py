@@ -1,6 +1,7 @@
 """The `enzyme-py` command (also `python -m enzyme_py`).
 
     enzyme-py inspect TARGET [--types T] --args A [--mode M] [--stage S] [--cfg FILE] ...
+    enzyme-py clang [clang-22 arguments]     (the C front end: `enzyme_py.c.driver`)
 
 TARGET is `module:func`, `path/to/file.py:func`, or a `.ll` / `.bc` file with `--func NAME`.
 Prints the requested stage (see `enzyme_py.inspection`) to stdout or `-o FILE`. Exit status:
@@ -66,10 +67,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cfg", metavar="FILE", help="also write control-flow graphs of primal and "
                    "derivative: FILE.dot, or FILE.svg / FILE.png (needs Graphviz)")
     p.add_argument("--output", "-o", metavar="FILE", help="write the stage text to FILE")
+    sub.add_parser("clang", help="clang-22 driver lowering __enzyme_autodiff/__enzyme_fwddiff "
+                   "calls in C sources (arguments as for clang)", add_help=False)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["clang"]:               # clang's options are not ours to parse
+        from .c.driver import main as clang_main
+        return clang_main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
