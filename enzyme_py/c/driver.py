@@ -6,6 +6,10 @@ object with the user's flags (-O level, -fPIC, ...); other sources are compiled 
 would. Then, unless `-c` was given, clang-22 links with the user's arguments, the sources
 replaced by their objects, plus `-lm` (derivatives call libm). `-E`, `-S`, `-M`,
 `-fsyntax-only`, `--version` and a command line without sources go to clang-22 unchanged.
+
+`--compiler-launcher COMPILER ARGS...` is the form CMake's `<LANG>_COMPILER_LAUNCHER` uses:
+COMPILER (CMake's own compiler) is dropped. Dependency-file options (-MD, -MF ...) apply to
+the real source only, never to the intermediate IR file.
 """
 from __future__ import annotations
 
@@ -38,6 +42,8 @@ def main(argv: list[str]) -> int:
 
 
 def _drive(argv: list[str]) -> int:
+    if argv[:1] == ["--compiler-launcher"]:
+        argv = argv[2:]
     sources = _sources(argv)
     if not sources or _PASS_THROUGH.intersection(argv):
         run_clang(argv)
@@ -70,7 +76,7 @@ def _compile(src: str, obj: str, flags: list[str], tmp: str) -> None:
     lowered = os.path.join(tmp, os.path.basename(src) + ".lowered.ll")
     with open(lowered, "w") as f:
         f.write(lower_module(ir_text, tag))
-    run_clang([*flags, _QUIET, "-c", lowered, "-o", obj])
+    run_clang([*_without_depfile(flags), _QUIET, "-c", lowered, "-o", obj])
 
 
 def _sources(argv: list[str]) -> list[int]:
@@ -105,6 +111,18 @@ def _compile_flags(argv: list[str], sources: list[int]) -> list[str]:
             continue
         out += argv[k:k + (2 if takes else 1)]
         k += 2 if takes else 1
+    return out
+
+
+def _without_depfile(flags: list[str]) -> list[str]:
+    out, skip = [], False
+    for f in flags:
+        if skip or f in ("-MD", "-MMD", "-MP"):
+            skip = False
+            continue
+        skip = f in ("-MF", "-MT", "-MQ")
+        if not skip:
+            out.append(f)
     return out
 
 
