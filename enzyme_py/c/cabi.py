@@ -56,13 +56,13 @@ def c_derivative(ir_text: str, fn_name: str, activities, mode: str, symbol: str,
     module = parse_module(ir_text)
     primal = primal_function(module, fn_name)
     acts = _activities(primal, activities, mode)
-    check_supported(module, primal)
     use_runtime_allocator(module)
     ret = "dupnoneed" if mode == "forward" and primal.ftype.ret.is_float else None
     try:
-        target = _ir_target(print_module(module), fn_name, [a.value for a in acts], mode, "c", ret, False,
-                            1, True)
-    except InspectionError as exc:
+        target = _ir_target(print_module(module), fn_name, [a.value for a in acts], mode, "c",
+                            ret, False, 1, True)
+    except InspectionError as exc:          # e.g. the inliner met recursion: say where
+        check_supported(module, primal)
         raise UnsupportedError(str(exc), function=fn_name) from None
     dmodule = parse_module(target.canonical_text)
     derivative, _ = differentiate(dmodule, target.spec, f"@{fn_name}")

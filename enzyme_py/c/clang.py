@@ -33,7 +33,12 @@ class ClangError(EnzymePyError, RuntimeError):
 
 def clang() -> str:
     """Path of clang-22 (`$ENZYME_PY_CLANG` overrides), or ClangError saying how to get it."""
-    path = os.environ.get("ENZYME_PY_CLANG") or shutil.which("clang-22")
+    override = os.environ.get("ENZYME_PY_CLANG")
+    if override:
+        if not (os.path.isfile(override) and os.access(override, os.X_OK)):
+            raise ClangError(f"ENZYME_PY_CLANG={override} is not an executable file")
+        return override
+    path = shutil.which("clang-22")
     if path is None:
         raise ClangError("clang-22 is not on PATH; it must match llvmlite's LLVM 22. Debian/"
                          "Ubuntu: apt-get install clang-22 (apt.llvm.org for older releases), "

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import hashlib
 import os
+import subprocess
 import sys
 import tempfile
 
 from ir_passes.errors import EnzymePyError
 
-from .clang import C_SUFFIXES, c_to_ir, run_clang
+from .clang import C_SUFFIXES, c_to_ir, clang, run_clang
 from .lower import has_enzyme_calls, lower_module
 
 __all__ = ["main"]
@@ -46,8 +47,7 @@ def _drive(argv: list[str]) -> int:
         argv = argv[2:]
     sources = _sources(argv)
     if not sources or _PASS_THROUGH.intersection(argv):
-        run_clang(argv)
-        return 0
+        return subprocess.run([clang(), *argv], check=False).returncode
     compile_only = "-c" in argv
     output = _value_of(argv, "-o")
     if compile_only and output and len(sources) > 1:

@@ -86,7 +86,12 @@ def _build(module: Module, site: CallSite, ir_text: str,
     try:
         d = c_derivative(ir_text, site.fn.name or "", site.activities, site.mode, symbol,
                          site.convention)
-    except UnsupportedError:
+    except UnsupportedError as exc:
+        if exc.hint and "register_rule" in exc.hint:   # Python's rule registry is not ours
+            raise UnsupportedError(exc.what, function=exc.function, block=exc.block,
+                                   instruction=exc.instruction, source=exc.source,
+                                   hint="define the function in the same source file, so "
+                                   "that its body is differentiated") from None
         raise
     except EnzymePyError as exc:            # name the call the activities came from
         raise type(exc)(f"{_where(module, site.caller, site.call)}{exc}") from None
