@@ -4,8 +4,9 @@ Each C/C++ source that calls them is compiled to LLVM IR (`clang.c_to_ir`), its 
 lowered to synthesized derivatives (`lower.lower_module`), and the result is compiled to an
 object with the user's flags (-O level, -fPIC, ...); other sources are compiled as clang
 would. Then, unless `-c` was given, clang-22 links with the user's arguments, the sources
-replaced by their objects, plus `-lm` (derivatives call libm). `-E`, `-S`, `-M`,
-`-fsyntax-only`, `--version` and a command line without sources go to clang-22 unchanged.
+replaced by their objects, plus `-lm` (derivatives call libm) and, for C++ sources,
+`-lstdc++`. `-E`, `-S`, `-M`, `-fsyntax-only`, `--version` and a command line without sources
+go to clang-22 unchanged.
 
 `--compiler-launcher COMPILER ARGS...` is the form CMake's `<LANG>_COMPILER_LAUNCHER` uses:
 COMPILER (CMake's own compiler) is dropped. Dependency-file options (-MD, -MF ...) apply to
@@ -62,7 +63,8 @@ def _drive(argv: list[str]) -> int:
             _compile(src, obj, flags, tmp)
             objects[k] = obj
         if not compile_only:
-            run_clang([objects.get(k, a) for k, a in enumerate(argv)] + ["-lm", _QUIET])
+            cxx = ["-lstdc++"] if any(not argv[k].endswith(".c") for k in sources) else []
+            run_clang([objects.get(k, a) for k, a in enumerate(argv)] + cxx + ["-lm", _QUIET])
     return 0
 
 

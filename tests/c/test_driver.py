@@ -84,3 +84,19 @@ def test_clang_errors_are_reported(tmp_path, capsys):
     bad.write_text("int main(void) { return undeclared; }\n")
     assert clang_main([str(bad), "-o", str(tmp_path / "bad")]) == 1
     assert "use of undeclared identifier 'undeclared'" in capsys.readouterr().err
+
+
+def test_cplusplus(tmp_path):
+    """A C++ source (template helper, std::vector, -fno-exceptions) linked with libstdc++."""
+    src = tmp_path / "prog.cpp"
+    src.write_text(
+        "#include <vector>\n#include <cmath>\n"
+        "extern \"C\" double __enzyme_autodiff(void *, ...);\n"
+        "template <typename T> static T cube(T x) { return x * x * std::sin(x); }\n"
+        "static double f(double x) { return cube(x); }\n"
+        "int main() { std::vector<double> v(1); v[0] = __enzyme_autodiff((void *)f, 0.7);\n"
+        "  double want = 2 * 0.7 * std::sin(0.7) + 0.49 * std::cos(0.7);\n"
+        "  return std::fabs(v[0] - want) > 1e-14; }\n")
+    exe = tmp_path / "prog"
+    assert clang_main(["-O2", "-fno-exceptions", str(src), "-o", str(exe)]) == 0
+    assert _run(exe).returncode == 0
