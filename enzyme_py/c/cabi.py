@@ -65,7 +65,10 @@ def c_derivative(ir_text: str, fn_name: str, activities, mode: str, symbol: str,
         check_supported(module, primal)
         raise UnsupportedError(str(exc), function=fn_name) from None
     dmodule = parse_module(target.canonical_text)
-    derivative, _ = differentiate(dmodule, target.spec, f"@{fn_name}")
+    try:
+        derivative, _ = differentiate(dmodule, target.spec, f"@{fn_name}")
+    except UnsupportedError as exc:
+        raise _for_c(exc) from None
     define_runtime_allocator(dmodule)
     derivative.linkage = "internal"
     derivative.fn_attrs = "alwaysinline"
@@ -74,6 +77,16 @@ def c_derivative(ir_text: str, fn_name: str, activities, mode: str, symbol: str,
         results = "sret" if len(out) > 1 else "value"
     wrapper = _wrapper(dmodule, derivative, target.spec, primal, acts, out, results, symbol)
     return CDerivative(print_module(dmodule), symbol, wrapper.ftype, tuple(acts), out, results)
+
+
+def _for_c(exc: UnsupportedError) -> UnsupportedError:
+    """The pass's error with a fix that applies to C where its own is about Numba arrays."""
+    if "memory returned by '" not in exc.what:
+        return exc
+    return UnsupportedError(exc.what, function=exc.function, block=exc.block,
+                            instruction=exc.instruction, source=exc.source,
+                            hint="allocate the buffer with malloc (memory from malloc/free "
+                            "gets a shadow), or pass it in as an argument marked dup")
 
 
 def result_types(primal: Function, acts, mode: str) -> tuple[Type, ...]:

@@ -23,8 +23,8 @@ from ..numba_bridge.capture import _dbg_to_loc
 __all__ = ["ClangError", "C_SUFFIXES", "c_to_ir", "clang", "load_ir"]
 
 C_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".C")
-_IR_FLAGS = ("-O1", "-gline-tables-only", "-gno-call-site-info", "-emit-llvm", "-S", "-fno-vectorize", "-fno-slp-vectorize",
-             "-fno-unroll-loops")
+_IR_FLAGS = ("-O1", "-gline-tables-only", "-gno-call-site-info", "-emit-llvm", "-S",
+             "-fno-vectorize", "-fno-slp-vectorize", "-fno-unroll-loops")
 
 
 class ClangError(EnzymePyError, RuntimeError):

@@ -7,3 +7,12 @@ double fact(double x, int n) {
 }
 
 double opaque(double x) { return 2.0 * mystery(x); }    /* line 9: no derivative */
+
+#include <stdlib.h>
+double zeroed(const double *x, int n) {
+  double *t = (double *)calloc(n, sizeof(double));
+  for (int i = 0; i < n; i++) t[i] = x[i] * x[i];      /* line 14: calloc has no shadow */
+  double s = t[0] * t[n - 1];
+  free(t);
+  return s;
+}

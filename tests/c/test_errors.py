@@ -31,6 +31,12 @@ def test_call_without_derivative_names_the_line():
         _derive("opaque", "active")
 
 
+def test_memory_without_shadow_suggests_malloc():
+    with pytest.raises(UnsupportedError, match=r"memory returned by 'calloc'(.|\n)*at .*tests/c/"
+                       r"errors\.c:14\n  fix: allocate the buffer with malloc"):
+        _derive("zeroed", "dup,const")
+
+
 @pytest.mark.parametrize("fn, acts, mode, message", [
     ("opaque", "dup", "reverse", "parameter 'arg0' is a float passed by value: in reverse mode "
      "mark it 'active'"),
@@ -39,7 +45,7 @@ def test_call_without_derivative_names_the_line():
     ("fact", "active", "reverse", "@fact has 2 parameter(s) but 1 activities were given"),
     ("fact", "active,slow", "reverse", "unknown activity 'slow'"),
     ("nothere", "active", "reverse", "the C module defines no function 'nothere' (it defines "
-     "fact, opaque)"),
+     "fact, opaque, zeroed)"),
 ])
 def test_bad_activities(fn, acts, mode, message):
     with pytest.raises(ActivityError, match=re.escape(message)):
@@ -66,7 +72,7 @@ extern double __enzyme_fwddiff(void *, ...);
 extern double mystery(double);
 double f(double x, double y) {{ return x * y; }}
 double g(double x) {{ return mystery(x); }}
-double sum(const double *x, int n) {{ double s = 0; for (int i = 0; i < n; i++) s += x[i]; return s; }}
+double sum(const double *x, int n) {{ return n > 0 ? x[0] + x[n - 1] : 0.0; }}
 int main(void) {{
   double x[2] = {{1, 2}}, dx[2] = {{0}};
   {call};
