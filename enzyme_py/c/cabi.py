@@ -50,8 +50,10 @@ class CDerivative:
 
 
 def c_derivative(ir_text: str, fn_name: str, activities, mode: str, symbol: str,
-                 results: str = "auto") -> CDerivative:
-    """Differentiate `fn_name` of `ir_text` (tagged IR of a C module) into `symbol` (C ABI)."""
+                 results: str = "auto", python_rules: bool = True) -> CDerivative:
+    """Differentiate `fn_name` of `ir_text` (tagged IR of a C module) into `symbol` (C ABI).
+    `python_rules`: the caller runs in this process, so rules registered from Python apply
+    (and error messages may suggest them)."""
     ir_text = _named(ir_text)
     module = parse_module(ir_text)
     primal = primal_function(module, fn_name)
@@ -68,7 +70,7 @@ def c_derivative(ir_text: str, fn_name: str, activities, mode: str, symbol: str,
     try:
         derivative, _ = differentiate(dmodule, target.spec, f"@{fn_name}")
     except UnsupportedError as exc:
-        raise _for_c(exc) from None
+        raise _for_c(exc, python_rules) from None
     define_runtime_allocator(dmodule)
     derivative.linkage = "internal"
     derivative.fn_attrs = "alwaysinline"
@@ -79,14 +81,20 @@ def c_derivative(ir_text: str, fn_name: str, activities, mode: str, symbol: str,
     return CDerivative(print_module(dmodule), symbol, wrapper.ftype, tuple(acts), out, results)
 
 
-def _for_c(exc: UnsupportedError) -> UnsupportedError:
-    """The pass's error with a fix that applies to C where its own is about Numba arrays."""
-    if "memory returned by '" not in exc.what:
+def _for_c(exc: UnsupportedError, python_rules: bool) -> UnsupportedError:
+    """The pass's error with a fix that applies to C where its own is about Numba code."""
+    if "memory returned by '" in exc.what:
+        hint = ("allocate the buffer with malloc (memory from malloc/free gets a shadow), or "
+                "pass it in as an argument marked dup")
+    elif exc.hint and "register_rule" in exc.hint:
+        hint = ("define the function in the same source file, so that its body is "
+                "differentiated" + (f", or {exc.hint[exc.hint.index('register'):]}"
+                                    if python_rules else "")
+                + "; calls through function pointers are not supported yet")
+    else:
         return exc
     return UnsupportedError(exc.what, function=exc.function, block=exc.block,
-                            instruction=exc.instruction, source=exc.source,
-                            hint="allocate the buffer with malloc (memory from malloc/free "
-                            "gets a shadow), or pass it in as an argument marked dup")
+                            instruction=exc.instruction, source=exc.source, hint=hint)
 
 
 def result_types(primal: Function, acts, mode: str) -> tuple[Type, ...]:

@@ -28,7 +28,8 @@ from .lower import has_enzyme_calls, lower_module
 __all__ = ["main"]
 
 _TAKES_VALUE = {"-o", "-I", "-D", "-U", "-include", "-isystem", "-iquote", "-L", "-l", "-x",
-                "-MF", "-MT", "-MQ", "-Xlinker", "-Xclang", "-target", "-idirafter"}
+                "-MF", "-MT", "-MQ", "-Xlinker", "-Xclang", "-target", "-idirafter",
+                "-isysroot", "-imacros", "-arch", "-mllvm", "-Xassembler", "-Xpreprocessor"}
 _LINK_ONLY = ("-l", "-L", "-Wl,", "-shared", "-static", "-rdynamic", "-Xlinker")
 _PASS_THROUGH = {"-E", "-S", "-M", "-MM", "-fsyntax-only", "--version", "-v", "-###"}
 _QUIET = "-Wno-unused-command-line-argument"

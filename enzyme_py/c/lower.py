@@ -85,13 +85,8 @@ def _build(module: Module, site: CallSite, ir_text: str,
            symbol: str) -> tuple[str, FunctionType, str]:
     try:
         d = c_derivative(ir_text, site.fn.name or "", site.activities, site.mode, symbol,
-                         site.convention)
-    except UnsupportedError as exc:
-        if exc.hint and "register_rule" in exc.hint:   # Python's rule registry is not ours
-            raise UnsupportedError(exc.what, function=exc.function, block=exc.block,
-                                   instruction=exc.instruction, source=exc.source,
-                                   hint="define the function in the same source file, so "
-                                   "that its body is differentiated") from None
+                         site.convention, python_rules=False)
+    except UnsupportedError:
         raise
     except EnzymePyError as exc:            # name the call the activities came from
         raise type(exc)(f"{_where(module, site.caller, site.call)}{exc}") from None
@@ -109,7 +104,8 @@ def _decode(module: Module, caller: Function, call: Instruction) -> CallSite:
 
     ops = list(call.operands)
     sret = ops.pop(0) if call.arg_attrs and "sret" in call.arg_attrs[0] else None
-    fn = module.functions.get(ops[0].name or "") if isinstance(ops[0], GlobalRef) else None
+    fn = module.functions.get(ops[0].name or "") if ops and isinstance(ops[0], GlobalRef) \
+        else None
     if fn is None or fn.is_declaration:
         raise error("the first argument must be a function defined in the same source file")
     mode = ENTRY_POINTS[call.callee_name or ""]

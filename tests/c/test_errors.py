@@ -31,6 +31,29 @@ def test_call_without_derivative_names_the_line():
         _derive("opaque", "active")
 
 
+def test_call_through_a_function_pointer():
+    with pytest.raises(UnsupportedError, match=r"call to 'arg0' with active arguments(.|\n)*"
+                       r"errors\.c:20\n  fix: .*calls through function pointers are not "
+                       r"supported yet"):
+        _derive("apply", "const,active")
+
+
+def test_rule_registered_from_python_applies_to_c():
+    """An external function without a body: refused (the fix names register_rule), then
+    differentiated once a rule is registered: d/dx j0(x) x = -j1(x) x + j0(x)."""
+    import scipy.special as sp
+    from enzyme_py import register_rule
+    from ir_passes.diff.rules import lookup
+    if lookup("j0") is None:                 # not yet registered in this process
+        with pytest.raises(UnsupportedError, match=r"call to 'j0'(.|\n)*errors\.c:22\n  "
+                           r"fix: define the function in the same source file, .*, or register "
+                           r"a derivative rule: enzyme_py\.register_rule\('j0'"):
+            _derive("bessel", "active")
+        register_rule("j0", lambda m, args, res: [m.neg(m.call("j1", args[0]))])
+    x = 0.8
+    assert _derive("bessel", "active")(x) == pytest.approx(-sp.j1(x) * x + sp.j0(x), rel=1e-13)
+
+
 def test_memory_without_shadow_suggests_malloc():
     with pytest.raises(UnsupportedError, match=r"memory returned by 'calloc'(.|\n)*at .*tests/c/"
                        r"errors\.c:14\n  fix: allocate the buffer with malloc"):
@@ -45,7 +68,7 @@ def test_memory_without_shadow_suggests_malloc():
     ("fact", "active", "reverse", "@fact has 2 parameter(s) but 1 activities were given"),
     ("fact", "active,slow", "reverse", "unknown activity 'slow'"),
     ("nothere", "active", "reverse", "the C module defines no function 'nothere' (it defines "
-     "fact, opaque, zeroed)"),
+     "apply, bessel, fact, opaque, zeroed)"),
 ])
 def test_bad_activities(fn, acts, mode, message):
     with pytest.raises(ActivityError, match=re.escape(message)):
