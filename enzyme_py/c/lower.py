@@ -86,7 +86,7 @@ def _build(module: Module, site: CallSite, ir_text: str,
     try:
         d = c_derivative(ir_text, site.fn.name or "", site.activities, site.mode, symbol,
                          site.convention, python_rules=False)
-    except UnsupportedError:
+    except UnsupportedError:                # already names the C line it is about
         raise
     except EnzymePyError as exc:            # name the call the activities came from
         raise type(exc)(f"{_where(module, site.caller, site.call)}{exc}") from None
