@@ -12,6 +12,7 @@ from ir_passes.errors import ActivityError, ArgumentError, EnzymePyError, Unsupp
 from .api import autodiff, derive_diff
 from .inspection import inspect
 from .rules import register_rule
+from . import c  # noqa: E402,F401  (enzyme_py.c.derive: the C front end)
 
 __all__ = ["ActivityError", "ArgumentError", "EnzymePyError", "UnsupportedError", "autodiff",
            "derive_diff", "inspect", "register_rule"]

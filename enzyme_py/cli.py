@@ -1,6 +1,7 @@
 """The `enzyme-py` command (also `python -m enzyme_py`).
 
     enzyme-py inspect TARGET [--types T] --args A [--mode M] [--stage S] [--cfg FILE] ...
+    enzyme-py clang [clang-22 arguments]     (the C front end: `enzyme_py.c.driver`)
 
 TARGET is `module:func`, `path/to/file.py:func`, or a `.ll` / `.bc` file with `--func NAME`.
 Prints the requested stage (see `enzyme_py.inspection`) to stdout or `-o FILE`. Exit status:
@@ -73,12 +74,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", "-o", metavar="FILE", help="write the stage text to FILE")
     p.add_argument("--traceback", action="store_true",
                    help="on an unexpected (internal) error, show the Python traceback")
+    sub.add_parser("clang", help="clang-22 driver lowering __enzyme_autodiff/__enzyme_fwddiff "
+                   "calls in C sources (arguments as for clang)", add_help=False)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command; every failure is one `enzyme-py: error: ...` on stderr, never a
     traceback (unless --traceback): exit 1, or 2 for a bad command line (argparse)."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["clang"]:               # clang's options are not ours to parse
+        from .c.driver import main as clang_main
+        return clang_main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     if "" not in sys.path and os.getcwd() not in sys.path:

@@ -377,7 +377,7 @@ def _dbg_to_loc(module_text: str) -> str:
         kind, body = nodes[int(scope)]
         if kind != "DIFile":
             return path(_field(body, "file"))
-        return f"{_field(body, 'directory')}/{_field(body, 'filename')}"
+        return os.path.join(_field(body, "directory") or "", _field(body, "filename") or "")
 
     new_nodes: dict[str, int] = {}
     first_free = 1 + max((int(n) for n in re.findall(r"^!(\d+) = ", module_text, re.M)),

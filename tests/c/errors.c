@@ -1,0 +1,22 @@
+/* Constructs the C front end refuses: each error must name this file and the line. */
+extern double mystery(double);
+
+double fact(double x, int n) {
+  if (n == 0) return 1.0;
+  return x * fact(x, n - 1);                           /* line 6: recursion */
+}
+
+double opaque(double x) { return 2.0 * mystery(x); }    /* line 9: no derivative */
+
+#include <stdlib.h>
+double zeroed(const double *x, int n) {
+  double *t = (double *)calloc(n, sizeof(double));
+  for (int i = 0; i < n; i++) t[i] = x[i] * x[i];      /* line 14: calloc has no shadow */
+  double s = t[0] * t[n - 1];
+  free(t);
+  return s;
+}
+
+double apply(double (*f)(double), double x) { return f(x) * x; }   /* line 20: indirect */
+extern double j0(double);
+double bessel(double x) { return j0(x) * x; }   /* line 22: libm, no built-in rule */
