@@ -20,12 +20,6 @@ from tests.sweep.entry import Entry
 from tests.sweep.points import (M1, MD, SPD, SQ, X1, X2, XD, const, d, distinct, m, of,
                                 off_thirds, s, signed_vec, square, v)
 
-#: Known cause of today's WRONG derivatives (see the report of issue 7).
-RELOADED_POINTER = ("reshape path: the array struct goes through a stack slot and "
-                    "numba_attempt_nocopy_reshape; the reloaded data pointer is classed "
-                    "inactive, so reads through it contribute 0")
-
-
 def _section(category: str, rows: list[tuple]) -> list[Entry]:
     """Entries from ``(name, expr, point[, params[, options]])`` rows."""
     out = []
@@ -296,12 +290,7 @@ MISC = _section("misc", [
 
 #: Entries whose derivative is wrong today (both modes), with the cause. Strict xfails in
 #: the test tier: remove an entry here once the pass handles it.
-KNOWN_WRONG: dict[str, str] = {name: RELOADED_POINTER for name in (
-    "broadcast X + y.reshape(-1, 1)", "np.linalg.norm matrix", "np.trapezoid", "np.diff",
-    "np.diff n=2", "np.diff 2-D", "np.ediff1d", "x.reshape", "np.reshape", "X.reshape(-1)",
-    "x.ravel", "np.ravel", "np.append", "np.repeat", "x.repeat", "np.outer", "np.kron",
-    "np.diagflat", "np.split", "np.array_split", "np.resize", "np.delete", "np.take",
-    "x.take", "np.unique")}
+KNOWN_WRONG: dict[str, str] = {}
 
 ENTRIES: list[Entry] = [
     replace(e, known_wrong=KNOWN_WRONG.get(e.name))
