@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 
 from .ir.types import FloatType, IntType
-from .ir.values import Instruction
+from .ir.values import Argument, Instruction
 
 
 @dataclass(frozen=True)
@@ -88,6 +88,10 @@ def known_problem(name: str | None) -> CallProblem | None:
 
 def call_problem(inst: Instruction) -> CallProblem:
     """Why an active call cannot be differentiated, and what to do instead."""
+    if isinstance(inst.callee, (Argument, Instruction)):
+        return CallProblem(f"indirect call through the function pointer %{inst.callee.name} "
+                           "with active arguments",
+                           "not supported yet: call the function by its name")
     name = inst.callee_name or "<indirect call>"
     known = known_problem(name)
     if known is not None:

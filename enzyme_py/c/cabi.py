@@ -89,8 +89,7 @@ def _for_c(exc: UnsupportedError, python_rules: bool) -> UnsupportedError:
     elif exc.hint and "register_rule" in exc.hint:
         hint = ("define the function in the same source file, so that its body is "
                 "differentiated" + (f", or {exc.hint[exc.hint.index('register'):]}"
-                                    if python_rules else "")
-                + "; calls through function pointers are not supported yet")
+                                    if python_rules else ""))
     else:
         return exc
     return UnsupportedError(exc.what, function=exc.function, block=exc.block,
