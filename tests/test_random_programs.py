@@ -251,11 +251,11 @@ def test_loop_programs():
 
 
 def test_array_programs():
-    run_cases(progen.array_cases(), 12, "array programs")
+    run_cases(progen.array_cases(), 10, "array programs")
 
 
 def test_shape_programs():
-    run_cases(progen_shapes.shape_cases(), 8, "shape programs")
+    run_cases(progen_shapes.shape_cases(), 6, "shape programs")
 
 
 # --------------------------------------------------------------------------------------------
