@@ -57,6 +57,7 @@ _NUMBA_CALLS = {
     "numba_ez_gelsd": ("least squares (LAPACK numba_ez_gelsd: np.linalg.lstsq)", _LINALG_HINT),
 }
 _CONTAINERS = {"numba_dict_": "dict", "numba_list_": "typed list"}
+_PYTHON_API = ("Py", "_Py", "numba_gil_", "numba_unpickle", "numba_runtime_")
 _CONTAINER_HINT = ("Python containers are not differentiable: keep active values in NumPy "
                    "arrays (np.empty), not in a {kind}")
 
@@ -79,6 +80,10 @@ def known_problem(name: str | None) -> CallProblem | None:
         return _described[name]
     if name in _NUMBA_CALLS:
         return CallProblem(*_NUMBA_CALLS[name])
+    if name.startswith(_PYTHON_API):
+        return CallProblem(f"Python object operation ('{name}', e.g. from print()) on active "
+                           "values", "remove the print() (or other object use) from the "
+                           "differentiated function: print the values in its caller")
     for prefix, kind in _CONTAINERS.items():
         if name.startswith(prefix):
             return CallProblem(f"Python {kind} operation ('{name}') on active values",

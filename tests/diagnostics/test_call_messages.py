@@ -56,6 +56,13 @@ def where(A, x):
     return np.where(x > 0.5, x, 0.0).sum() * A[0, 0]  # msg:where
 
 
+@numba.njit
+def printing(A, x):
+    y = x[0] * A[0, 0]
+    print(y)  # msg:print
+    return y
+
+
 _NOT_YET = "not differentiable yet"
 _LINALG_FIX = (r"np\.linalg is not differentiable yet: write the algorithm with loops over "
                r"NumPy arrays \(e\.g\. Gaussian elimination for a solve\), or pass its result "
@@ -82,6 +89,10 @@ CASES = {
              r".*call i32 @numba_dict_insert\(.*",
              r"Python containers are not differentiable: keep active values in NumPy arrays "
              r"\(np\.empty\), not in a dict"),
+    "print": (printing, r"Python object operation \('PyFloat_FromDouble', e\.g\. from print\(\)\) "
+              r"on active values", r".*call ptr @PyFloat_FromDouble\(.*",
+              r"remove the print\(\) \(or other object use\) from the differentiated function: "
+              r"print the values in its caller"),
     "where": (where, r"a pointer that may address either shadowed or unshadowed memory",
               r".* = (phi|select) .*",
               r"not supported yet: an array allocated in the function without active values "

@@ -29,10 +29,10 @@ from hypothesis import strategies as st
 from tests.support.progen import (CONSTS, Bin, Case, Cmp, Const, Emitter, Leaf, _make_1d,
                                   _make_2d, _namer, draw_cmp, draw_expr, scalar_values)
 
-#: a reshaped array's pointer is reloaded from a stack slot and loses its shadow today
-INCLUDE_RESHAPES = False  # enable once pointers through memory land (issue 7, item 1)
-#: a function returning a tuple is refused ("does not fit return type [2 x double]") today
-INCLUDE_TUPLE_RETURNS = False  # enable once tuple returns land (issue 7, item 2)
+#: reshapes (the array struct goes through a stack slot and Numba's reshape helper)
+INCLUDE_RESHAPES = True
+#: functions returning tuples (checked through d_ret and the tangent tuple)
+INCLUDE_TUPLE_RETURNS = True
 #: writing through swapped temporaries (double buffering) is refused today: the phi of two
 #: allocations "escapes" (reading them after a swap works and is drawn by default)
 INCLUDE_BUFFER_SWAPS = False  # enable once the escape analysis sees through phis of allocations
