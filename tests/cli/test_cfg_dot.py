@@ -13,7 +13,7 @@ from ir_passes.analysis.cfg_dot import ACTIVE, DERIVED, DERIVED_FILL, cfg_dot
 from ir_passes.diff.reverse.synth import synthesize_reverse
 from ir_passes.ir.parser import parse_module
 
-from ._filecheck import check
+from tests.support.filecheck import check
 from .test_tape_report import COUNTED, HERE
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from enzyme_py.cli import main
 
-from ._filecheck import check
+from tests.support.filecheck import check
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SIN_SUM = ["tests/cli/samples.py:sin_sum", "--types", "float64[::1], int64", "--args",

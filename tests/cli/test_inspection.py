@@ -18,7 +18,7 @@ from enzyme_py import inspection as inspection_module
 from ir_passes.diff.reverse.tape_report import taped_slots
 
 from . import samples
-from ._filecheck import check
+from tests.support.filecheck import check
 from .test_tape_report import observed_counts, report_counts
 
 HERE = os.path.dirname(__file__)

@@ -13,7 +13,7 @@ from ir_passes.ir.parser import parse_module
 from ir_passes.ir.printer import print_module
 from ir_passes.ir.types import DOUBLE, ArrayType, StructType
 
-from ._filecheck import check
+from tests.support.filecheck import check
 
 HERE = os.path.dirname(__file__)
 A, C = Activity.ACTIVE, Activity.CONST

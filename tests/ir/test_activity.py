@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ir_passes.analysis.activity import analyze_activity, carries_float, print_activity
 from ir_passes.ir.parser import parse_function, parse_type
-from tests.ir.filecheck_util import check
+from tests.support.filecheck import check
 
 
 def _analyze(text: str, varied=(), shadowed=()):

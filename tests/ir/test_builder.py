@@ -10,7 +10,7 @@ from ir_passes.ir.printer import print_function, print_module
 from ir_passes.ir.types import (DOUBLE, FLOAT, I1, I32, I64, PTR, VOID, FunctionType,
                                 StructType, VectorType)
 from ir_passes.ir.values import Constant, Function, Module, const_float, const_int
-from tests.ir.filecheck_util import check
+from tests.support.filecheck import check
 
 
 def _function(*params, ret=DOUBLE, names=None):

@@ -21,7 +21,7 @@ from ir_passes.canonicalize import verify
 from ir_passes.errors import InvalidIRError
 from ir_passes.ir.parser import parse_function, parse_module, parse_type
 from ir_passes.ir.printer import print_function, print_module
-from tests.ir.filecheck_util import check
+from tests.support.filecheck import check
 from tests.kernels import by_name
 
 ROUND_TRIP_KERNELS = [

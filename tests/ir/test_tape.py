@@ -19,7 +19,7 @@ from ir_passes.ir.builder import Builder, add_incoming
 from ir_passes.ir.printer import print_module
 from ir_passes.ir.types import DOUBLE, I64, PTR, VOID, FunctionType
 from ir_passes.ir.values import Function, Module, const_float, const_int
-from tests.ir.filecheck_util import check
+from tests.support.filecheck import check
 from tests.rules.jit_harness import compile_modules
 
 

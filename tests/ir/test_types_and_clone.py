@@ -15,7 +15,7 @@ from ir_passes.ir.printer import print_function, print_module
 from ir_passes.ir.types import (DOUBLE, FLOAT, I1, I64, PTR, FunctionType, VectorType,
                                 align_of, size_of)
 from ir_passes.ir.values import Function, Module
-from tests.ir.filecheck_util import check
+from tests.support.filecheck import check
 
 LAYOUT = "e-m:e-p270:32:32-p271:32:32-p272:64:64-i64:64-i128:128-f80:128-n8:16:32:64-S128"
 TYPES = ["i1", "i8", "i16", "i32", "i64", "i128", "float", "double", "ptr", "<2 x double>",
