@@ -61,8 +61,8 @@ class PointerStores:
         """Whether pointer-returning `call` may return an address of shadowed memory: it is
         handed a shadowed pointer, or memory that may hold one, and is not known."""
         name = call.callee_name or ""
-        if name.startswith(_POINTER_NEUTRAL) or _memory_intrinsic_kind(name) is not None:
-            return False
+        if name.startswith((*_POINTER_NEUTRAL, *_NRT_NEW)) or _memory_intrinsic_kind(name):
+            return False            # allocators return fresh memory
         return any(op in shadowed or self.may_hold(op)
                    for op in call.operands if is_pointer_like(op.type))
 
