@@ -18,10 +18,10 @@ import sys
 import traceback
 
 from ir_passes.errors import EnzymePyError
+from ir_passes.pipeline import ALIASES, STAGES
 
 from .cfg_files import check_cfg_path
 from .inspection import inspection, parse_sizes
-from .pipeline import ALIASES, STAGES
 from .sources import InspectionError
 
 _EPILOG = """\
@@ -56,8 +56,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "(comma-separated; for IR files, per LLVM parameter)")
     p.add_argument("--mode", "-m", choices=("reverse", "forward"),
                    help="differentiation mode (default: reverse)")
-    p.add_argument("--stage", "-s", default="derivative", choices=STAGES + tuple(ALIASES) + ("all",),
-                   help="what to print (default: derivative)")
+    p.add_argument("--stage", "-s", default="derivative",
+                   choices=STAGES + tuple(ALIASES) + ("all",),
+                   help="what to print (default: derivative; primal = raw, preprocessed = "
+                   "canonical)")
     p.add_argument("--ret", help="activity of the return value (reverse: active/const; "
                    "forward: dup/dupnoneed/const)")
     p.add_argument("--return-primal", action="store_true",

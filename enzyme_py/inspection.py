@@ -1,7 +1,7 @@
 """The IR inspection tool: every stage of differentiating one function, as text.
 
 `inspection(target, activities, ...)` prepares an `Inspection`; `.text(stage)` renders a stage
-of the shared pipeline (`enzyme_py.pipeline`: raw, canonical, activity, derivative, optimized,
+of the shared pipeline (`ir_passes.pipeline`: raw, canonical, activity, derivative, optimized,
 tape; "primal" and "preprocessed" are API.md's names for raw and canonical) under a header
 naming the target, its mode and its parameters; `.cfg_dot()` / `.write_cfg(path)` draw the
 primal and derivative control-flow graphs. `inspect(...)` is the one-call form. Targets come
@@ -22,12 +22,12 @@ from ir_passes.analysis.activity import ActivityInfo
 from ir_passes.analysis.cfg_dot import cfg_dot
 from ir_passes.ir.printer import Namer
 from ir_passes.ir.values import Function, Module
+from ir_passes.pipeline import STAGES, StageError, Stages, Target, stage_name
+from ir_passes.source_lines import source_summary
 
 from .cfg_files import check_cfg_path, render_dot
 from .ir_target import ir_target, is_ir_source
 from .numba_target import parse_types, python_target
-from .pipeline import STAGES, Stages, Target, stage_name
-from .source_lines import source_summary
 from .sources import InspectionError, load_python_target
 
 __all__ = ["STAGES", "Inspection", "InspectionError", "Target", "check_cfg_path", "inspect",
@@ -104,7 +104,7 @@ class Inspection:
             return "\n".join(self.text(s) for s in STAGES)
         try:
             name = stage_name(stage)
-        except InspectionError as exc:
+        except StageError as exc:
             raise InspectionError(f"{exc}, all") from None
         body = self.stages.text(name, self.sizes)
         return self.header(name) + body.rstrip("\n") + "\n"

@@ -28,8 +28,8 @@ from ir_passes.ir.printer import print_module
 from ir_passes.ir.types import (I32, I64, PTR, ArrayType, FloatType, FunctionType, IntType,
                                 StructType, Type)
 from ir_passes.ir.values import Function, Module, const_int
+from ir_passes.pipeline import Target, derivative_symbol
 
-from .pipeline import Target, derivative_symbol
 from .sources import InspectionError, ir_error, read_ir
 
 __all__ = ["ir_target", "is_ir_source", "named"]
@@ -76,7 +76,8 @@ def ir_target(source, func: str, activities, mode: str, abi: str, ret, return_pr
     ret_act = _ir_return_activity(slot, ret, mode)
     if width > 1 and mode != "forward":
         raise ActivityError("width > 1 (vector mode) is only available in forward mode")
-    dspec = DiffSpec(primal=primal_name, name=derivative_symbol(mode, base), mode=mode, params=tuple(params), ret=ret_act,
+    dspec = DiffSpec(primal=primal_name, name=derivative_symbol(mode, base), mode=mode,
+                     params=tuple(params), ret=ret_act,
                      ret_type=_ir_result_type(primal, params, slot, ret_act, mode, width,
                                               return_primal),
                      width=width, return_primal=return_primal)

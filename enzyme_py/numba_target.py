@@ -22,11 +22,11 @@ from numba.core.errors import NumbaError
 from ir_passes.diff.spec import Activity, DiffSpec, ParamSpec
 from ir_passes.ir.parser import parse_type
 from ir_passes.ir.types import DOUBLE, FLOAT, IntType
+from ir_passes.pipeline import Target, derivative_symbol
 
 from .activities import ActivitySpec, check_types, parse_spec, ret_words, return_activity
 from .numba_bridge.capture import CapturedFunction, capture
 from .numba_bridge.link import llvm_abi
-from .pipeline import Target, derivative_symbol
 from .returns import return_fields
 from .sources import InspectionError, load_python_target, numba_error
 

@@ -13,13 +13,13 @@ from numba import types
 from ir_passes.diff.reverse.plan import written_bases
 from ir_passes.diff.spec import ARRAY_DATA, Activity
 from ir_passes.ir.parser import parse_module
+from ir_passes.pipeline import Stages, derivative_symbol, stage_name
 
 from .activities import ActivitySpec, return_activity
 from .call_checks import check_lines
 from .numba_bridge.capture import capture
 from .numba_bridge.link import Built, unique_symbol
 from .numba_target import numba_target
-from .pipeline import Stages, derivative_symbol, stage_name
 from .returns import check_differentiates_something, d_ret_arguments
 
 

@@ -1,6 +1,6 @@
 """One pipeline: `enzyme_py.inspect` shows exactly what `derive_diff` compiles.
 
-Both read `enzyme_py.pipeline.Stages` of a `Target` from the same front end, so for the same
+Both read `ir_passes.pipeline.Stages` of a `Target` from the same front end, so for the same
 function, types and activities the derivative IR is the same, up to the derivative's symbol
 (`derive_diff` makes it unique in the process). Compared on a third of the kernel corpus in
 both modes; the captures are shared (one dispatcher per kernel, `gradcheck.compiled`) and
@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from enzyme_py import autodiff, derive_diff, inspect
-from enzyme_py.pipeline import ALIASES, STAGES, derivative_symbol
+from ir_passes.pipeline import ALIASES, STAGES, derivative_symbol
 from tests.kernels import KERNELS, params
 from tests.support.gradcheck import activities, compiled
 

@@ -29,9 +29,9 @@ from ir_passes.ir.parser import parse_module
 from ir_passes.ir.printer import print_module
 from ir_passes.ir.types import I32, I64, PTR, VOID, ArrayType, FunctionType, StructType, Type
 from ir_passes.ir.values import Function, Module, Value, const_int, zero
+from ir_passes.pipeline import Stages
 
 from ..ir_target import ir_target, named
-from ..pipeline import Stages
 from ..sources import InspectionError
 from .program import (check_supported, define_runtime_allocator, primal_function,
                       use_runtime_allocator)

@@ -14,7 +14,8 @@ from numba import types
 from enzyme_py import ActivityError, UnsupportedError, autodiff, derive_diff
 from enzyme_py.inspection import (STAGES, InspectionError, inspect, inspection, parse_sizes,
                                   parse_types)
-from enzyme_py import cfg_files, pipeline
+from enzyme_py import cfg_files
+from ir_passes import pipeline
 from ir_passes.diff.reverse.tape_report import taped_slots
 
 from . import samples

@@ -4,9 +4,9 @@ from __future__ import annotations
 import linecache
 import os
 
-from ir_passes.analysis.activity import ActivityInfo
-from ir_passes.diagnostics import Diagnostics
-from ir_passes.ir.values import Function, Instruction, Module
+from .analysis.activity import ActivityInfo
+from .diagnostics import Diagnostics
+from .ir.values import Function, Instruction, Module
 
 __all__ = ["source_summary"]
 

@@ -2,7 +2,8 @@
 
 A front end turns what the user names into a `Target`: the Numba front end
 (`enzyme_py.numba_target`) from a capture, the IR front end (`enzyme_py.ir_target`, also
-behind the C front end) from a `.ll` / `.bc` module through its shim. `Stages(target)` then
+behind the C front end) from a `.ll` / `.bc` module through its shim. Nothing here knows
+Numba: a front end's own facts ride along in `Target.facts`. `Stages(target)` then
 computes each stage once, when first asked for; `derive_diff` (`Specializer`), the inspection
 tool (`enzyme_py.inspect`, `enzyme-py inspect`), `@autodiff(...).inspect` and `enzyme_py.c`
 all read the same object, so a stage shows exactly what is compiled.
@@ -23,30 +24,35 @@ import functools
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from ir_passes.analysis.activity import ActivityInfo, analyze_activity, print_activity
-from ir_passes.canonicalize import optimize
-from ir_passes.diff.driver import differentiate
-from ir_passes.diff.reverse.tape_report import TapeReport, print_tape, tape_report, taped_slots
-from ir_passes.diff.seeds import activity_seeds
-from ir_passes.diff.spec import DiffSpec
-from ir_passes.ir.parser import parse_module
-from ir_passes.ir.printer import print_function
-from ir_passes.ir.values import Function, Module
+from .analysis.activity import ActivityInfo, analyze_activity, print_activity
+from .canonicalize import optimize
+from .diff.driver import differentiate
+from .diff.reverse.tape_report import TapeReport, print_tape, tape_report, taped_slots
+from .diff.seeds import activity_seeds
+from .diff.spec import DiffSpec
+from .ir.parser import parse_module
+from .ir.printer import print_function
+from .ir.values import Function, Module
 
+from .errors import EnzymePyError
 from .source_lines import source_summary
-from .sources import InspectionError
 
-__all__ = ["ALIASES", "STAGES", "Stages", "Target", "derivative_symbol", "stage_name"]
+__all__ = ["ALIASES", "STAGES", "StageError", "Stages", "Target", "derivative_symbol",
+           "stage_name"]
 
 STAGES = ("raw", "canonical", "activity", "derivative", "optimized", "tape")
 ALIASES = {"primal": "raw", "preprocessed": "canonical"}
 
 
+class StageError(EnzymePyError, ValueError):
+    """A stage name that is neither in `STAGES` nor in `ALIASES`."""
+
+
 def stage_name(stage: str) -> str:
-    """The stage `stage` names (an alias resolved); `InspectionError` for an unknown one."""
+    """The stage `stage` names (an alias resolved); `StageError` for an unknown one."""
     name = ALIASES.get(stage, stage)
     if name not in STAGES:
-        raise InspectionError(f"unknown stage {stage!r}; expected one of "
+        raise StageError(f"unknown stage {stage!r}; expected one of "
                               f"{', '.join(STAGES + tuple(ALIASES))}")
     return name
 
