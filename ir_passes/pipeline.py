@@ -30,11 +30,10 @@ from .diff.driver import differentiate
 from .diff.reverse.tape_report import TapeReport, print_tape, tape_report, taped_slots
 from .diff.seeds import activity_seeds
 from .diff.spec import DiffSpec
+from .errors import EnzymePyError
 from .ir.parser import parse_module
 from .ir.printer import print_function
 from .ir.values import Function, Module
-
-from .errors import EnzymePyError
 from .source_lines import source_summary
 
 __all__ = ["ALIASES", "STAGES", "StageError", "Stages", "Target", "derivative_symbol",
@@ -53,7 +52,7 @@ def stage_name(stage: str) -> str:
     name = ALIASES.get(stage, stage)
     if name not in STAGES:
         raise StageError(f"unknown stage {stage!r}; expected one of "
-                              f"{', '.join(STAGES + tuple(ALIASES))}")
+                         f"{', '.join(STAGES + tuple(ALIASES))}")
     return name
 
 
@@ -83,13 +82,17 @@ class Stages:
     def text(self, stage: str, sizes: Mapping[str, int] | None = None) -> str:
         """The text of `stage` (aliases allowed); `sizes` give the tape's totals."""
         name = stage_name(stage)
-        if name == "tape":
-            return self.tape_text(sizes or {})
-        return {"raw": lambda: self.target.raw_text,
-                "canonical": lambda: self.target.canonical_text,
-                "activity": self.activity_text,
-                "derivative": lambda: print_function(self.derivative),
-                "optimized": lambda: self.optimized}[name]()
+        if name == "raw":
+            return self.target.raw_text
+        if name == "canonical":
+            return self.target.canonical_text
+        if name == "activity":
+            return self.activity_text()
+        if name == "derivative":
+            return print_function(self.derivative)
+        if name == "optimized":
+            return self.optimized
+        return self.tape_text(sizes or {})
 
     @functools.cached_property
     def module(self) -> Module:
