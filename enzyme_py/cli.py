@@ -18,8 +18,11 @@ import sys
 import traceback
 
 from ir_passes.errors import EnzymePyError
+from ir_passes.pipeline import ALIASES, STAGES
 
-from .inspection import STAGES, InspectionError, check_cfg_path, inspection, parse_sizes
+from .cfg_files import check_cfg_path
+from .inspection import inspection, parse_sizes
+from .sources import InspectionError
 
 _EPILOG = """\
 examples:
@@ -30,7 +33,8 @@ examples:
   enzyme-py inspect kernels.py:dot --types "float64[::1], float64[::1]" --args dup,dup \\
       --cfg dot.svg
 
-stages: raw, canonical, activity, derivative, optimized, tape, all.
+stages: raw, canonical, activity, derivative, optimized, tape, all (API.md's names: primal
+is raw, preprocessed is canonical).
 --cfg FILE.svg / .png needs Graphviz's `dot` (apt-get install graphviz); .dot needs nothing.
 """
 
@@ -52,8 +56,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "(comma-separated; for IR files, per LLVM parameter)")
     p.add_argument("--mode", "-m", choices=("reverse", "forward"),
                    help="differentiation mode (default: reverse)")
-    p.add_argument("--stage", "-s", default="derivative", choices=STAGES + ("all",),
-                   help="what to print (default: derivative)")
+    p.add_argument("--stage", "-s", default="derivative",
+                   choices=STAGES + tuple(ALIASES) + ("all",),
+                   help="what to print (default: derivative; primal = raw, preprocessed = "
+                   "canonical)")
     p.add_argument("--ret", help="activity of the return value (reverse: active/const; "
                    "forward: dup/dupnoneed/const)")
     p.add_argument("--return-primal", action="store_true",

@@ -1,44 +1,26 @@
 """One derivative specialised for concrete argument types: capture, differentiate, link.
 
 `Specializer.build` is the typing-time callback of the derivative's intrinsic: it captures
-the primal for the primal's argument types, builds a `DiffSpec`, runs forward or reverse
-synthesis, prints and verifies the module, and records every stage for inspection.
+the primal for the primal's argument types (`numba_target`: the `Target` with its
+`DiffSpec`), and synthesizes and verifies the derivative through the shared pipeline
+(`pipeline.Stages`), kept per signature for `inspect`.
 `wrapper_source` writes the small Python wrapper Numba compiles around the intrinsic call.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from numba import types
 
-from ir_passes.analysis.activity import analyze_activity, print_activity
-from ir_passes.canonicalize import optimize
-from ir_passes.diff.driver import differentiate
 from ir_passes.diff.reverse.plan import written_bases
-from ir_passes.diff.seeds import activity_seeds
-from ir_passes.diff.spec import ARRAY_DATA, Activity, DiffSpec, ParamSpec
-from ir_passes.ir.parser import parse_module, parse_type
-from ir_passes.ir.printer import print_function
-from ir_passes.ir.types import DOUBLE, FLOAT, IntType
+from ir_passes.diff.spec import ARRAY_DATA, Activity
+from ir_passes.ir.parser import parse_module
+from ir_passes.pipeline import Stages, derivative_symbol, stage_name
 
-from .activities import ActivitySpec, check_types, return_activity
+from .activities import ActivitySpec, return_activity
 from .call_checks import check_lines
 from .numba_bridge.capture import capture
-from .numba_bridge.link import Built, llvm_abi, unique_symbol
-from .returns import check_differentiates_something, d_ret_arguments, return_fields
-
-STAGES = ("raw", "primal", "canonical", "preprocessed", "activity", "derivative", "optimized")
-# API.md's stage names for the IR inspection tool's: the primal as Numba lowered it, and
-# the preprocessed (canonicalised, callees inlined) IR the pass differentiates.
-_ALIASES = {"primal": "raw", "preprocessed": "canonical"}
-
-
-@dataclass
-class Stages:
-    """IR text of every stage of one specialisation (for `inspect`)."""
-    signature: str
-    texts: dict[str, str] = field(default_factory=dict)
-    module_text: str = ""          # the derivative's verified module, as linked
+from .numba_bridge.link import Built, unique_symbol
+from .numba_target import numba_target
+from .returns import check_differentiates_something, d_ret_arguments
 
 
 class Specializer:
@@ -164,57 +146,25 @@ class Specializer:
         return entry
 
     def _derive(self, primal_types: tuple) -> Built:
-        check_types(self.spec, primal_types)
-        cap = capture(self.primal, primal_types)
-        ret_act = return_activity(self.spec, cap.restype)
-        check_differentiates_something(self.spec, cap, ret_act, self.primal.py_func.__name__)
-        restype = result_type(self.spec, cap.restype, ret_act, primal_types)
-        _, ret_text = llvm_abi((), restype)
-        module = parse_module(cap.module_text)
-        stages = Stages(", ".join(str(t) for t in primal_types))
-        stages.texts["raw"] = cap.raw_text
-        stages.texts["canonical"] = cap.module_text
-        symbol = unique_symbol(("fwddiffe_" if self.spec.mode == "forward" else "diffe_")
-                               + self.name)
-        dspec = DiffSpec(primal=cap.func_name, name=symbol, mode=self.spec.mode,
-                         params=self._param_specs(cap), ret=ret_act,
-                         ret_type=None if restype == types.none else parse_type(ret_text),
-                         width=self.spec.width, return_primal=self.spec.return_primal,
-                         **return_fields(self.spec, cap.restype))
-        stages.texts["activity"] = self._activity_text(module, dspec)
-        fn, text = differentiate(module, dspec, f"{self.name} ({stages.signature})")
-        stages.texts["derivative"] = print_function(fn)
+        symbol = unique_symbol(derivative_symbol(self.spec.mode, self.name))
+        target = numba_target(self.primal, self.spec, primal_types, symbol)
+        check_differentiates_something(self.spec, target.facts.capture, target.spec.ret,
+                                       self.primal.py_func.__name__)
+        stages = Stages(target)
+        text = stages.module_text              # synthesized and verified here, once
         self.stages[primal_types] = stages
-        stages.module_text = text
-        return Built(text, symbol, restype, (cap.library,))
-
-    def _param_specs(self, cap) -> tuple[ParamSpec, ...]:
-        out = []
-        for layout, act in zip(cap.params, self.spec.activities):
-            t = layout.numba_type
-            if isinstance(t, types.Array):
-                out.append(ParamSpec(layout.name, act, layout.llvm_args, t.ndim, _llvm_dtype(t.dtype)))
-            else:
-                out.append(ParamSpec(layout.name, act, layout.llvm_args))
-        return tuple(out)
-
-    def _activity_text(self, module, dspec: DiffSpec) -> str:
-        fn = module.functions[dspec.primal]
-        return print_activity(fn, analyze_activity(fn, *activity_seeds(fn, dspec)))
+        return Built(text, symbol, target.facts.restype, (target.facts.capture.library,))
 
     # ------------------------------------------------------------ inspection
     def inspect(self, stage: str = "derivative") -> str:
-        if stage not in STAGES:
-            raise ValueError(f"unknown stage {stage!r}; expected one of {', '.join(STAGES)}")
+        """The text of `stage` (`pipeline.STAGES` or API.md's aliases) per signature so far."""
+        stage_name(stage)                       # refuse an unknown stage at once
         if not self.stages:
             return "; no specialisation compiled yet: call the derivative first\n"
         parts = []
-        for st in self.stages.values():
-            key = _ALIASES.get(stage, stage)
-            text = st.texts.get(key)
-            if text is None and key == "optimized":
-                text = st.texts[key] = optimize(st.module_text)
-            parts.append(f"; {self.name} ({st.signature}) -- {stage}\n{text}")
+        for primal_types, st in self.stages.items():
+            signature = ", ".join(str(t) for t in primal_types)
+            parts.append(f"; {self.name} ({signature}) -- {stage}\n{st.text(stage)}")
         return "\n".join(parts)
 
 
@@ -226,28 +176,4 @@ def _writable(primal_types: tuple) -> tuple:
                  for t in primal_types)
 
 
-def result_type(spec: ActivitySpec, prim_ret, ret_act: Activity, primal_types: tuple):
-    """The Numba type of what the derivative returns (API.md), before the wrapper adds the
-    width-k tangent array: reverse, the gradients of active scalars (with the primal value
-    when asked); forward, the value and/or tangent of the return."""
-    if spec.mode == "reverse":
-        grads = types.Tuple(tuple(t for t, a in zip(primal_types, spec.activities)
-                                  if a is Activity.ACTIVE))
-        return types.Tuple((prim_ret, grads)) if spec.return_primal else grads
-    if not ret_act.is_differentiated:
-        return prim_ret
-    if spec.width > 1:
-        return types.none if ret_act is Activity.DUPNONEED else prim_ret
-    return prim_ret if ret_act is Activity.DUPNONEED else types.UniTuple(prim_ret, 2)
-
-
-def _llvm_dtype(dtype):
-    """The LLVM element type of a Numba array dtype (floats and integers), else None."""
-    if isinstance(dtype, types.Float):
-        return DOUBLE if dtype.bitwidth == 64 else FLOAT
-    if isinstance(dtype, (types.Integer, types.Boolean)):
-        return IntType(8 if isinstance(dtype, types.Boolean) else dtype.bitwidth)
-    return None
-
-
-__all__ = ["STAGES", "Specializer", "result_type"]
+__all__ = ["Specializer"]

@@ -16,6 +16,7 @@ import os
 import numpy as np
 
 from ir_passes.ir.types import FloatType, IntType, Type
+from ir_passes.pipeline import derivative_symbol
 
 from ..numba_bridge.link import compile_library, unique_symbol
 from .cabi import CDerivative, c_derivative
@@ -27,7 +28,7 @@ __all__ = ["CFunction", "ClangError", "derive"]
 def derive(source, fn: str, activities, mode: str = "reverse") -> CFunction:
     """The derivative of C function `fn` of `source` as a ctypes-backed callable."""
     text = load_ir(source)
-    symbol = unique_symbol(f"{'fwddiffe' if mode == 'forward' else 'diffe'}_{fn}.c")
+    symbol = unique_symbol(derivative_symbol(mode, f"{fn}.c"))
     built = c_derivative(text, fn, activities, mode, symbol, "auto")
     library = compile_library(built.module_text, f"enzyme_py.c.{fn}")
     return CFunction(built, library, os.fspath(source) if not isinstance(source, bytes)

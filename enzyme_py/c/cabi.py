@@ -1,9 +1,9 @@
 """A C function's derivative with a C calling convention, as an LLVM module.
 
 `c_derivative(ir_text, fn, activities, mode, symbol, results)` differentiates the C function
-`fn` through the inspection tool's IR front end (`_ir_target`: the Numba-ABI shim around `fn`,
-callees inlined, canonicalised; `differentiate`: synthesize and verify), then adds the C-ABI
-function `symbol` that calls the Numba-ABI derivative:
+`fn` through the IR front end (`ir_target`: the Numba-ABI shim around `fn`, callees
+inlined, canonicalised) and the shared pipeline (`pipeline.Stages`: synthesize and verify),
+then adds the C-ABI function `symbol` that calls the Numba-ABI derivative:
 
   parameters  per C parameter in order: `p`, then its shadow `d_p` when it is dup/dupnoneed
               (a pointer's shadow pointer; in forward mode a float's tangent); with
@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ir_passes.diff.driver import differentiate
 from ir_passes.diff.spec import Activity, DiffSpec
 from ir_passes.errors import ActivityError, UnsupportedError
 from ir_passes.ir.builder import Builder, declare
@@ -30,8 +29,10 @@ from ir_passes.ir.parser import parse_module
 from ir_passes.ir.printer import print_module
 from ir_passes.ir.types import I32, I64, PTR, VOID, ArrayType, FunctionType, StructType, Type
 from ir_passes.ir.values import Function, Module, Value, const_int, zero
+from ir_passes.pipeline import Stages
 
-from ..inspection import InspectionError, _ir_target, _named
+from ..ir_target import ir_target, named
+from ..sources import InspectionError
 from .program import (check_supported, define_runtime_allocator, primal_function,
                       use_runtime_allocator)
 
@@ -54,21 +55,20 @@ def c_derivative(ir_text: str, fn_name: str, activities, mode: str, symbol: str,
     """Differentiate `fn_name` of `ir_text` (tagged IR of a C module) into `symbol` (C ABI).
     `python_rules`: the caller runs in this process, so rules registered from Python apply
     (and error messages may suggest them)."""
-    ir_text = _named(ir_text)
+    ir_text = named(ir_text)
     module = parse_module(ir_text)
     primal = primal_function(module, fn_name)
     acts = _activities(primal, activities, mode)
     use_runtime_allocator(module)
     ret = "dupnoneed" if mode == "forward" and primal.ftype.ret.is_float else None
     try:
-        target = _ir_target(print_module(module), fn_name, [a.value for a in acts], mode, "c",
+        target = ir_target(print_module(module), fn_name, [a.value for a in acts], mode, "c",
                             ret, False, 1, True)
     except InspectionError as exc:          # e.g. the inliner met recursion: say where
         check_supported(module, primal)
         raise UnsupportedError(str(exc), function=fn_name) from None
-    dmodule = parse_module(target.canonical_text)
     try:
-        derivative, _ = differentiate(dmodule, target.spec, f"@{fn_name}")
+        dmodule, derivative, _ = Stages(target).synthesized
     except UnsupportedError as exc:
         raise _for_c(exc, python_rules) from None
     define_runtime_allocator(dmodule)

@@ -34,7 +34,7 @@ from ir_passes.ir.printer import print_module
 from ir_passes.ir.types import FloatType, FunctionType, StructType, Type
 from ir_passes.ir.values import Function, GlobalRef, Instruction, Module, Value
 
-from ..inspection import _named
+from ..ir_target import named
 from .cabi import c_derivative, result_types
 
 __all__ = ["ENTRY_POINTS", "has_enzyme_calls", "lower_module"]
@@ -64,7 +64,7 @@ def has_enzyme_calls(ir_text: str) -> bool:
 
 def lower_module(ir_text: str, tag: str) -> str:
     """`ir_text` with its `__enzyme_*` calls lowered; `tag` makes its symbols unique."""
-    ir_text = _named(_expose_statics(ir_text, tag))
+    ir_text = named(_expose_statics(ir_text, tag))
     module = parse_module(ir_text)
     built: dict[tuple, tuple[str, FunctionType, str]] = {}
     for caller in list(module.functions.values()):

@@ -195,7 +195,7 @@ def test_usage_errors_exit_2(capsys):
             f"argument --width: expected a positive integer (1, 2, ...), not '{width}'")
     assert fails(capsys, [*SIN_SUM, "--stage", "nope"], 2) == (
         "argument --stage/-s: invalid choice: 'nope' (choose from 'raw', 'canonical', "
-        "'activity', 'derivative', 'optimized', 'tape', 'all')")
+        "'activity', 'derivative', 'optimized', 'tape', 'primal', 'preprocessed', 'all')")
 
 
 def test_outputs_checked_before_any_work(files, capsys, monkeypatch):

@@ -14,7 +14,8 @@ from numba import types
 from enzyme_py import ActivityError, UnsupportedError, autodiff, derive_diff
 from enzyme_py.inspection import (STAGES, InspectionError, inspect, inspection, parse_sizes,
                                   parse_types)
-from enzyme_py import inspection as inspection_module
+from enzyme_py import cfg_files
+from ir_passes import pipeline
 from ir_passes.diff.reverse.tape_report import taped_slots
 
 from . import samples
@@ -122,7 +123,7 @@ def test_tape_report_matches_the_synthesizer(fn, acts, argtypes):
 def test_tape_stage_warns_when_the_derivative_pushes_more_than_reported(monkeypatch):
     ins = inspection(KERNELS_LL, "dup,dup,const", func="dot")
     real = taped_slots(ins.derivative)
-    monkeypatch.setattr(inspection_module, "taped_slots", lambda fn: {**real, "extra": 1})
+    monkeypatch.setattr(pipeline, "taped_slots", lambda fn: {**real, "extra": 1})
     assert "; warning: the synthesized derivative pushes" in ins.text("tape")
 
 
@@ -380,7 +381,7 @@ def test_cfg_dot_and_missing_graphviz(sin_sum, tmp_path, monkeypatch):
     assert "subgraph cluster_primal" in dot and "subgraph cluster_derivative" in dot
     sin_sum.write_cfg(tmp_path / "g.dot")
     assert (tmp_path / "g.dot").read_text() == dot
-    monkeypatch.setattr(inspection_module.shutil, "which", lambda name: None)
+    monkeypatch.setattr(cfg_files.shutil, "which", lambda name: None)
     with pytest.raises(InspectionError, match="apt-get install graphviz.*or write the graph "
                                               "as .dot"):
         sin_sum.write_cfg(tmp_path / "g.svg")

@@ -1,0 +1,149 @@
+"""One pipeline from a front end's `Target` to every stage of its derivative.
+
+A front end turns what the user names into a `Target`: the Numba front end
+(`enzyme_py.numba_target`) from a capture, the IR front end (`enzyme_py.ir_target`, also
+behind the C front end) from a `.ll` / `.bc` module through its shim. Nothing here knows
+Numba: a front end's own facts ride along in `Target.facts`. `Stages(target)` then
+computes each stage once, when first asked for; `derive_diff` (`Specializer`), the inspection
+tool (`enzyme_py.inspect`, `enzyme-py inspect`), `@autodiff(...).inspect` and `enzyme_py.c`
+all read the same object, so a stage shows exactly what is compiled.
+
+Stages (`STAGES`; API.md's names are aliases: "primal" is "raw", "preprocessed" is
+"canonical"):
+
+  raw         the module as the front end got it (Numba's lowering, or the .ll/.bc file)
+  canonical   the canonical module the pass differentiates (callees inlined)
+  activity    the primal annotated per instruction, then per Python source line
+  derivative  the synthesized derivative function
+  optimized   the derivative's module after `ir_passes.canonicalize.optimize` (O3)
+  tape        reverse mode: per value, taped, spilled or recomputed instead
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from .analysis.activity import ActivityInfo, analyze_activity, print_activity
+from .canonicalize import optimize
+from .diff.driver import differentiate
+from .diff.reverse.tape_report import TapeReport, print_tape, tape_report, taped_slots
+from .diff.seeds import activity_seeds
+from .diff.spec import DiffSpec
+from .errors import EnzymePyError
+from .ir.parser import parse_module
+from .ir.printer import print_function
+from .ir.values import Function, Module
+from .source_lines import source_summary
+
+__all__ = ["ALIASES", "STAGES", "StageError", "Stages", "Target", "derivative_symbol",
+           "stage_name"]
+
+STAGES = ("raw", "canonical", "activity", "derivative", "optimized", "tape")
+ALIASES = {"primal": "raw", "preprocessed": "canonical"}
+
+
+class StageError(EnzymePyError, ValueError):
+    """A stage name that is neither in `STAGES` nor in `ALIASES`."""
+
+
+def stage_name(stage: str) -> str:
+    """The stage `stage` names (an alias resolved); `StageError` for an unknown one."""
+    name = ALIASES.get(stage, stage)
+    if name not in STAGES:
+        raise StageError(f"unknown stage {stage!r}; expected one of "
+                         f"{', '.join(STAGES + tuple(ALIASES))}")
+    return name
+
+
+def derivative_symbol(mode: str, name: str) -> str:
+    """The derivative's symbol for `name`: `fwddiffe_<name>` forward, `diffe_<name>` reverse."""
+    return ("fwddiffe_" if mode == "forward" else "diffe_") + name
+
+
+@dataclass(frozen=True)
+class Target:
+    """One function to differentiate, whatever the front end: its IR and its DiffSpec."""
+    title: str                 # "f (float64, int64)" / "@f in kernel.ll"
+    raw_text: str
+    canonical_text: str
+    spec: DiffSpec
+    abi: str                   # "numba" | "c" (a C function behind its Numba-ABI shim)
+    facts: Any = None          # the front end's own record (Numba: `NumbaFacts`)
+
+
+class Stages:
+    """Every stage of one differentiation; each is computed once, when first asked for."""
+
+    def __init__(self, target: Target) -> None:
+        self.target = target
+        self.spec = target.spec
+
+    def text(self, stage: str, sizes: Mapping[str, int] | None = None) -> str:
+        """The text of `stage` (aliases allowed); `sizes` give the tape's totals."""
+        name = stage_name(stage)
+        if name == "raw":
+            return self.target.raw_text
+        if name == "canonical":
+            return self.target.canonical_text
+        if name == "activity":
+            return self.activity_text()
+        if name == "derivative":
+            return print_function(self.derivative)
+        if name == "optimized":
+            return self.optimized
+        return self.tape_text(sizes or {})
+
+    @functools.cached_property
+    def module(self) -> Module:
+        """The canonical module, parsed (the primal is `self.primal`)."""
+        return parse_module(self.target.canonical_text)
+
+    @property
+    def primal(self) -> Function:
+        return self.module.functions[self.spec.primal]
+
+    @functools.cached_property
+    def activity(self) -> ActivityInfo:
+        return analyze_activity(self.primal, *activity_seeds(self.primal, self.spec))
+
+    def activity_text(self) -> str:
+        return (print_activity(self.primal, self.activity).rstrip("\n") + "\n"
+                + source_summary(self.module, self.primal, self.activity))
+
+    @functools.cached_property
+    def synthesized(self) -> tuple[Module, Function, str]:
+        """(the module holding the derivative, without the primal; the derivative; the
+        module's verified text)."""
+        module = parse_module(self.target.canonical_text)
+        fn, text = differentiate(module, self.spec, self.target.title)
+        return module, fn, text
+
+    @property
+    def derivative(self) -> Function:
+        return self.synthesized[1]
+
+    @property
+    def module_text(self) -> str:
+        """The derivative's verified module, as it is linked."""
+        return self.synthesized[2]
+
+    @functools.cached_property
+    def optimized(self) -> str:
+        return optimize(self.module_text)
+
+    @functools.cached_property
+    def tape(self) -> TapeReport:
+        return tape_report(self.module, self.spec)
+
+    def tape_text(self, sizes: Mapping[str, int]) -> str:
+        if self.spec.mode != "reverse":
+            return "; forward mode keeps no tape: tangents are computed beside the primal\n"
+        report = self.tape
+        text = print_tape(report, sizes)
+        pushed = taped_slots(self.derivative)     # read back from the real derivative
+        if pushed != report.slots_by_block():
+            text += (f"; warning: the synthesized derivative pushes {pushed} tape slot(s) per "
+                     f"block execution, its observer reported {report.slots_by_block()}: "
+                     "the reverse synthesizer does not report every push (please report)\n")
+        return text
