@@ -81,8 +81,8 @@ class ReverseControl:
         self._leave(ctx, phi_adjoints)
         pops = [load for _, load in ctx.frame]
         if pops:
-            head = Builder(rblock)
-            head.index = 0
+            head = Builder()
+            head.position_after_phis(rblock)     # a reverse block has none: at its start
             st.tape.pop(head, pops)
 
     def _leave(self, ctx: BlockContext, phi_adjoints: PhiAdjoints) -> None:
