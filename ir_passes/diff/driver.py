@@ -6,7 +6,7 @@ from ..errors import InvalidIRError
 from ..ir.printer import print_module
 from ..ir.values import Function, Module
 from .forward import synthesize_forward
-from .reverse.synth import synthesize_reverse
+from .reverse.driver import synthesize_reverse
 from .spec import DiffSpec
 
 

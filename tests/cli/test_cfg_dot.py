@@ -10,7 +10,7 @@ import pytest
 
 from ir_passes.analysis.activity import analyze_activity
 from ir_passes.analysis.cfg_dot import ACTIVE, DERIVED, DERIVED_FILL, cfg_dot
-from ir_passes.diff.reverse.synth import synthesize_reverse
+from ir_passes.diff.reverse.driver import synthesize_reverse
 from ir_passes.ir.parser import parse_module
 
 from tests.support.filecheck import check

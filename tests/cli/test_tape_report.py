@@ -5,7 +5,8 @@ import os
 
 import pytest
 
-from ir_passes.diff.reverse.synth import Retained, synthesize_reverse
+from ir_passes.diff.reverse.driver import synthesize_reverse
+from ir_passes.diff.reverse.retained import Need, Retained, Retention
 from ir_passes.diff.reverse.tape_report import (Expr, TapeReport, print_tape, tape_report,
                                                 taped_slots)
 from ir_passes.diff.spec import Activity, DiffSpec, ParamSpec
@@ -44,7 +45,7 @@ def test_counted_loop_tapes_exp_and_trip_count():
     assert str(report.total_bytes()) == "8 * x.shape[0] + 8"
     assert report.total_bytes().evaluate({"x.shape[0]": 100}) == 808
     # the load feeding exp is not needed (exp's derivative reads its result); i is an iv
-    assert {e.value: e.kind for e in report.recomputed} == {"%i": "iv"}
+    assert {e.value: e.kind for e in report.recomputed} == {"%i": Retention.IV}
 
 
 def test_counted_loop_printed():
@@ -68,11 +69,12 @@ def observed_counts(module_text: str, spec: DiffSpec) -> dict[str, int]:
     block."""
     events: list[Retained] = []
     synthesize_reverse(parse_module(module_text), spec, observe=events.append)
-    keys = {"tape": {(e.what, e.block, e.value) for e in events if e.kind == "tape"},
-            "spill": {(e.what, e.value) for e in events if e.kind == "spill"},
+    keys = {"tape": {(e.what, e.block, e.value) for e in events if e.kind is Retention.TAPE},
+            "spill": {(e.what, e.value) for e in events if e.kind is Retention.SPILL},
             "recompute": {(e.block, e.value) for e in events
-                          if e.kind in ("recompute", "iv") and e.what == "value"},
-            "choice": {e.block for e in events if e.what == "choice"}}
+                          if e.kind in (Retention.RECOMPUTE, Retention.IV)
+                          and e.what is Need.VALUE},
+            "choice": {e.block for e in events if e.what is Need.CHOICE}}
     return {k: len(v) for k, v in keys.items()}
 
 
@@ -106,7 +108,7 @@ def test_value_computed_once_is_spilled_and_if_else_choice_recomputed():
     assert (spill.value, spill.block, spill.loops, spill.bytes_per_iteration) == \
         ("%e", "then", (), 0)
     (choice,) = report.choices
-    assert (choice.value, choice.block, choice.kind) == ("%c", "merge", "recompute")
+    assert (choice.value, choice.block, choice.kind) == ("%c", "merge", Retention.RECOMPUTE)
     assert str(report.total_bytes()) == "0"
     check(print_tape(report), """
         ; CHECK: ; taped (0 value(s)
@@ -122,9 +124,9 @@ def test_value_computed_once_is_spilled_and_if_else_choice_recomputed():
 def test_choice_on_the_induction_variable_is_recomputed_from_its_operands():
     report = tape_report(_module(), SPECS["parity"])
     assert [(e.value, e.kind, e.block, e.reason) for e in report.recomputed] == [
-        ("%even", "recompute", "latch", "condition choosing the predecessor of latch"),
-        ("%odd", "recompute", "latch", "operand of recomputed %even"),
-        ("%i", "iv", "latch", "operand of recomputed %odd")]
+        ("%even", Retention.RECOMPUTE, "latch", "condition choosing the predecessor of latch"),
+        ("%odd", Retention.RECOMPUTE, "latch", "operand of recomputed %even"),
+        ("%i", Retention.IV, "latch", "operand of recomputed %odd")]
     assert {(e.value, e.block) for e in report.taped} == {
         ("%y", "a"), ("%y", "b"), ("loop.iter", "exit")}
     assert str(report.total_bytes()) == "16 * n + 8"

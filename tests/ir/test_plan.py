@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ir_passes.diff.reverse.plan import ReversePlan
+from ir_passes.diff.reverse.plan import Access, ReversePlan
 from ir_passes.errors import UnsupportedError
 from ir_passes.ir.parser import parse_function
 
@@ -77,21 +77,21 @@ def test_induction_variables(plan):
 
 
 @pytest.mark.parametrize("name, kind", [
-    ("scale", "direct"),        # computed once, before the loop
-    ("n2", "direct"),
-    ("i", "iv"),                # rebuilt from the reverse loop counter
-    ("k", "iv"),
-    ("pa", "recompute"),        # address arithmetic on an iv
-    ("va", "recompute"),        # load from %a, which the function never writes
-    ("t", "recompute"),         # pure float op of recomputable operands
-    ("i.next", "recompute"),
-    ("c", "recompute"),
-    ("vo", "tape"),             # load from %out, which the function writes
-    ("s", "tape"),              # result of a math call
-    ("acc", "tape"),            # loop-carried float
-    ("u", "tape"),              # depends on a taped value
-    ("w", "tape"),
-    ("acc.next", "tape"),
+    ("scale", Access.DIRECT),        # computed once, before the loop
+    ("n2", Access.DIRECT),
+    ("i", Access.IV),                # rebuilt from the reverse loop counter
+    ("k", Access.IV),
+    ("pa", Access.RECOMPUTE),        # address arithmetic on an iv
+    ("va", Access.RECOMPUTE),        # load from %a, which the function never writes
+    ("t", Access.RECOMPUTE),         # pure float op of recomputable operands
+    ("i.next", Access.RECOMPUTE),
+    ("c", Access.RECOMPUTE),
+    ("vo", Access.TAPE),             # load from %out, which the function writes
+    ("s", Access.TAPE),              # result of a math call
+    ("acc", Access.TAPE),            # loop-carried float
+    ("u", Access.TAPE),              # depends on a taped value
+    ("w", Access.TAPE),
+    ("acc.next", Access.TAPE),
 ])
 def test_kind_inside_the_loop(plan, name, kind):
     assert plan.kind(plan.values[name], plan.blocks["loop"]) == kind
@@ -99,9 +99,9 @@ def test_kind_inside_the_loop(plan, name, kind):
 
 def test_kind_outside_the_loop(plan):
     v, exit_ = plan.values, plan.blocks["exit"]
-    assert plan.kind(v["r"], exit_) == "direct"              # exit runs once
-    assert plan.kind(v["i"], exit_) == "tape"                # an iv used after its loop
-    assert plan.kind(plan.args["x"], exit_) == "direct"
+    assert plan.kind(v["r"], exit_) == Access.DIRECT          # exit runs once
+    assert plan.kind(v["i"], exit_) == Access.TAPE            # an iv used after its loop
+    assert plan.kind(plan.args["x"], exit_) == Access.DIRECT
 
 
 def test_read_only_memory(plan):

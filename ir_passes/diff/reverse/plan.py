@@ -1,6 +1,7 @@
 """Static facts the reverse pass decides with: loops, induction variables, what survives.
 
-For every primal value the reverse pass needs, one of four answers (`ReversePlan.kind`):
+For every primal value the reverse pass needs, one of four answers (`ReversePlan.kind`, an
+`Access`):
 - "direct": a constant, argument, or value computed once on every path to the return,
   usable as is after the forward pass;
 - "iv": an affine induction variable of an enclosing loop, rebuilt from the reverse loop's
@@ -13,6 +14,7 @@ For every primal value the reverse pass needs, one of four answers (`ReversePlan
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 
 from ...analysis.cfg import Loop, dominates, dominators, find_loops, reverse_post_order
 from ...errors import UnsupportedError
@@ -24,6 +26,14 @@ _PURE = {"add", "sub", "mul", "shl", "lshr", "ashr", "and", "or", "xor", "icmp",
          "select", "trunc", "zext", "sext", "fptrunc", "fpext", "fptoui", "fptosi", "uitofp",
          "sitofp", "bitcast", "getelementptr", "freeze", "extractvalue", "insertvalue",
          "fadd", "fsub", "fmul", "fneg", "ptrtoint", "inttoptr"}
+
+
+class Access(Enum):
+    """How the reverse pass obtains a primal value (see the module docstring)."""
+    DIRECT = "direct"
+    IV = "iv"
+    RECOMPUTE = "recompute"
+    TAPE = "tape"
 
 
 @dataclass(frozen=True)
@@ -109,19 +119,19 @@ class ReversePlan:
             isinstance(v, Instruction) and v.block in self.once)
 
     # ------------------------------------------------------------ availability
-    def kind(self, v: Value, at: Block) -> str:
+    def kind(self, v: Value, at: Block) -> Access:
         """How the reverse of block `at` obtains primal value `v` (see module docstring)."""
         if isinstance(v, (Constant, Argument, GlobalRef)):
-            return "direct"
+            return Access.DIRECT
         assert isinstance(v, Instruction)
         if v.block in self.once:
-            return "direct"
+            return Access.DIRECT
         iv = self.ivs.get(v)
         if iv is not None and at in iv.loop.blocks:
-            return "iv"
+            return Access.IV
         if self._recomputable(v, at, depth=0):
-            return "recompute"
-        return "tape"
+            return Access.RECOMPUTE
+        return Access.TAPE
 
     def _recomputable(self, v: Value, at: Block, depth: int) -> bool:
         if isinstance(v, (Constant, Argument, GlobalRef)):
@@ -186,4 +196,4 @@ def _known_base(base: Value) -> bool:
         base.opcode == "alloca" or base.callee_name in (NRT_DATA, NRT_RAW_ALLOC)))
 
 
-__all__ = ["InductionVariable", "ReversePlan", "written_bases"]
+__all__ = ["Access", "InductionVariable", "ReversePlan", "written_bases"]

@@ -1,6 +1,6 @@
 """What reverse mode keeps for its reverse pass, per value: taped, spilled, recomputed or rebuilt.
 
-`tape_report(module, spec)` runs the reverse synthesizer (`synth.synthesize_reverse`) on a
+`tape_report(module, spec)` runs the reverse synthesizer (`driver.synthesize_reverse`) on a
 copy of the module and listens to its observer, so the report is the synthesizer's own
 decisions, never a second opinion. Per (value, reverse block) the synthesizer reports:
 - "tape": an 8-byte slot pushed at the end of the block's forward execution, once per
@@ -45,7 +45,8 @@ from ..rules.math import math_rule_name
 from ..rules.needs import rule_needs
 from ..spec import DiffSpec
 from .plan import InductionVariable, ReversePlan
-from .synth import Retained, synthesize_reverse
+from .driver import synthesize_reverse
+from .retained import Need, Retained, Retention
 from .tape import GROW_FUNCTION, SLOT  # GROW_FUNCTION: to be renamed public in tape.py
 
 __all__ = ["Expr", "LoopTrips", "TapeEntry", "TapeReport", "print_tape", "resolve_sizes",
@@ -180,8 +181,8 @@ class LoopTrips:
 class TapeEntry:
     value: str                    # printed primal name ("%.178.le", "%e'" for a shadow)
     type: str
-    kind: str                     # "tape" | "spill" | "recompute" | "iv"
-    what: str                     # "value" | "shadow" | "choice" (as `synth.Retained`)
+    kind: Retention               # tape | spill | recompute | iv (as `retained.Retained`)
+    what: Need                    # value | shadow | choice
     block: str                    # primal block whose reverse needs it (spill: all, ", ")
     loops: tuple[str, ...]        # enclosing loop headers, outermost first
     reason: str                   # what the reverse pass needs it for (a description)
@@ -189,7 +190,7 @@ class TapeEntry:
 
     @property
     def bytes_per_iteration(self) -> int:
-        return SLOT if self.kind == "tape" else 0
+        return SLOT if self.kind is Retention.TAPE else 0
 
 
 @dataclass(frozen=True)
@@ -201,22 +202,22 @@ class TapeReport:
 
     @property
     def taped(self) -> tuple[TapeEntry, ...]:
-        return tuple(e for e in self.entries if e.kind == "tape")
+        return tuple(e for e in self.entries if e.kind is Retention.TAPE)
 
     @property
     def spilled(self) -> tuple[TapeEntry, ...]:
-        return tuple(e for e in self.entries if e.kind == "spill")
+        return tuple(e for e in self.entries if e.kind is Retention.SPILL)
 
     @property
     def recomputed(self) -> tuple[TapeEntry, ...]:
         """Values recomputed or rebuilt as induction variables (not predecessor choices)."""
-        return tuple(e for e in self.entries if e.kind in ("recompute", "iv")
-                     and e.what != "choice")
+        return tuple(e for e in self.entries if e.kind in (Retention.RECOMPUTE, Retention.IV)
+                     and e.what is not Need.CHOICE)
 
     @property
     def choices(self) -> tuple[TapeEntry, ...]:
         """Predecessor choices recomputed from a branch condition (`value`) instead of taped."""
-        return tuple(e for e in self.entries if e.what == "choice")
+        return tuple(e for e in self.entries if e.what is Need.CHOICE)
 
     def slots_by_block(self) -> dict[str, int]:
         """Tape slots pushed per execution of each block (compare `taped_slots`)."""
@@ -312,14 +313,14 @@ class _Report:
             if ev.block is not block:
                 block, served = ev.block, []
             reason = self._reason(ev, served)
-            if ev.kind in ("recompute", "iv"):
+            if ev.kind in (Retention.RECOMPUTE, Retention.IV):
                 served.append(ev)
-            at = spills.get(id(ev.value)) if ev.kind == "spill" else None
+            at = spills.get(id(ev.value)) if ev.kind is Retention.SPILL else None
             if at is not None:            # one slot per call, read by several blocks
                 readers = f"{rows[at].block}, {self._block_name(ev.block)}"
                 rows[at] = replace(rows[at], block=readers)
                 continue
-            if ev.kind == "spill":
+            if ev.kind is Retention.SPILL:
                 spills[id(ev.value)] = len(rows)
             rows.append(self._entry(ev, reason))
         order = {id(b): i for i, b in enumerate(reverse_post_order(self.fn))}
@@ -330,13 +331,13 @@ class _Report:
 
     def _entry(self, ev: Retained, reason: str) -> TapeEntry:
         v = ev.value
-        if ev.what == "shadow":
+        if ev.what is Need.SHADOW:
             name, type_ = self._ref(v) + "'", "ptr"
         elif self._synthetic(v):          # named by the synthesizer ("B12.iter", "B7.from")
             name, type_ = v.name or "", str(v.type)
         else:
             name, type_ = self._ref(v), str(v.type)
-        loops = () if ev.kind == "spill" else tuple(
+        loops = () if ev.kind is Retention.SPILL else tuple(
             self._block_name(l.header) for l in self.plan.loops_containing(ev.block))
         source = self.diag.source(v) if isinstance(v, Instruction) and not self._synthetic(v) \
             else None
@@ -346,26 +347,27 @@ class _Report:
     # ---- why the reverse of ev.block needs ev.value (a description, not a decision)
     def _reason(self, ev: Retained, served: list[Retained]) -> str:
         v, block = ev.value, ev.block
-        if ev.what == "choice":
+        if ev.what is Need.CHOICE:
             return f"which predecessor entered {self._block_name(block)}"
         for parent in reversed(served):   # the synthesizer asks for operands depth first
-            if ev.what == "value" and any(x is v for x in self._inputs(parent)):
-                if parent.what == "choice":
+            if ev.what is Need.VALUE and any(x is v for x in self._inputs(parent)):
+                if parent.what is Need.CHOICE:
                     return f"condition choosing the predecessor of {self._block_name(block)}"
-                return ("start or step of iv " if parent.kind == "iv" else
+                return ("start or step of iv " if parent.kind is Retention.IV else
                         "operand of recomputed ") + self._ref(parent.value)
         if self._synthetic(v):
             assert isinstance(v, Instruction) and v.block is not None
             what = "trip count of loop" if any(l.header is v.block for l in self.plan.loops) \
                 else "which predecessor entered"
             return f"{what} {self._block_name(v.block)}"
-        reads = self._shadow_reads(v, block) if ev.what == "shadow" else self._value_reads(v, block)
+        reads = self._shadow_reads(v, block) if ev.what is Need.SHADOW \
+            else self._value_reads(v, block)
         return " / ".join(dict.fromkeys(reads))
 
     def _inputs(self, ev: Retained) -> tuple[Value, ...]:
-        if ev.what == "choice":
+        if ev.what is Need.CHOICE:
             return (ev.value,)
-        if ev.kind == "iv":
+        if ev.kind is Retention.IV:
             iv = self.plan.ivs.get(ev.value)  # type: ignore[arg-type]
             return (iv.start, iv.step) if iv is not None else ()
         return tuple(ev.value.operands)  # type: ignore[union-attr]
@@ -595,7 +597,7 @@ def print_tape(report: TapeReport, sizes: Mapping[str, int] | None = None) -> st
     if again:
         rows = [("value", "type", "how", "block", "needed for", "source")]
         for e in again:
-            how = "recompute" if e.kind == "recompute" else \
+            how = "recompute" if e.kind is Retention.RECOMPUTE else \
                 f"iv of loop {e.loops[-1] if e.loops else '?'}"
             rows.append((e.value, e.type, how, e.block, e.reason, _loc(e.source)))
         out += _table(rows)

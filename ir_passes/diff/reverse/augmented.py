@@ -1,0 +1,159 @@
+"""The augmented forward pass: a clone of the primal whose loops count their iterations,
+whose merge blocks record which predecessor ran, which keeps the shadow pointers of active
+memory, and whose normal returns jump to the reverse pass."""
+from __future__ import annotations
+
+from ...analysis.cfg import Loop
+from ...ir.builder import add_incoming
+from ...ir.clone import clone_instruction
+from ...ir.types import I32, I64, PTR
+from ...ir.values import Block, Constant, Instruction, Value, const_int
+from ..allocations import allocate_raw_shadow, allocate_shadow, data_pointer
+from ..common import mixed_memory_error, unknown_shadow_pointer
+from ..memory import NRT_DATA, NRT_RAW_ALLOC, pointer_base
+from ..returns import is_exceptional_return
+from .checks import check_forward
+from .state import ReverseState
+
+
+class AugmentedForward:
+    def __init__(self, st: ReverseState) -> None:
+        self.st = st
+
+    def block(self, block: Block) -> None:
+        """The forward clone of primal block `block`."""
+        st, b = self.st, self.st.b
+        b.position_at_end(st.fwd[block])
+        loop = st.loop_with_header(block)
+        for inst in block.instructions:
+            if inst.opcode == "phi":
+                self._phi(inst)
+                continue
+            if inst is block.instructions[len(list(block.phis()))]:
+                self._bookkeeping(block, loop)
+            if inst.opcode == "ret":
+                self._return(inst)
+                continue
+            clone = b.insert(clone_instruction(inst, st.map, st.fwd.__getitem__))
+            st.vmap[inst] = clone
+            check_forward(st, inst)
+            self._mirror_returned_pointer(inst)
+            if inst in st.allocs:
+                size, align = (st.map(op) for op in inst.operands)
+                st.fshadow[inst] = allocate_shadow(b, st.module, size, align)[0]
+            elif inst in st.info.shadowed:
+                st.fshadow[inst] = self._shadow(inst)
+
+    def _phi(self, inst: Instruction) -> None:
+        st, b = self.st, self.st.b
+        clone = b.insert(clone_instruction(inst, st.map, st.fwd.__getitem__))
+        st.vmap[inst] = clone
+        st.phis.append((inst, clone))
+        if inst in st.info.shadowed:
+            sphi = b.phi(PTR, (inst.name or "") + "'")
+            st.fshadow[inst] = sphi
+            st.phis.append((inst, sphi))
+
+    def _bookkeeping(self, block: Block, loop: Loop | None) -> None:
+        """Loop counters in headers; "which predecessor" records in merge blocks."""
+        st, b = self.st, self.st.b
+        if loop is not None:
+            counter = b.phi(I64, f"{block.name}.iter")
+            st.vmap[st.counters[loop]] = counter
+            st.pending_counters.append((loop, counter))
+        elif len(st.preds(block)) > 1:
+            which = Instruction("phi", I32, [], f"{block.name}.from")
+            which.block = block
+            st.which[block] = which
+            fwd_which = b.phi(I32, f"{block.name}.from")
+            for i, p in enumerate(st.preds(block)):
+                for _ in range(p.successors().count(block)):   # one entry per CFG edge
+                    add_incoming(fwd_which, const_int(I32, i), st.fwd[p])
+            st.vmap[which] = fwd_which
+
+    def _shadow(self, inst: Instruction) -> Value:
+        st, b, op = self.st, self.st.b, inst.opcode
+        if op == "getelementptr":
+            base, *idx = inst.operands
+            return b.gep(inst.source_type, self._shadow_of(base, inst),  # type: ignore[arg-type]
+                         [st.map(i) for i in idx], flags=inst.flags)
+        if op == "select":
+            c, x, y = inst.operands
+            return b.select(st.map(c), self._shadow_of(x, inst), self._shadow_of(y, inst))
+        if op in ("bitcast", "addrspacecast", "freeze"):
+            return self._shadow_of(inst.operands[0], inst)
+        if inst.callee_name == NRT_DATA:
+            return data_pointer(b, st.module, st.fshadow[inst.operands[0]])
+        if inst.callee_name == NRT_RAW_ALLOC:    # released in the reverse of this call
+            return allocate_raw_shadow(b, st.module, st.map(inst.operands[0]))
+        if op == "alloca":
+            if inst.operands:
+                raise st.diag.unsupported("dynamic alloca holding active values", inst)
+            name = (inst.name or "") + "'"
+            return st.zeroed_alloca(inst.source_type, name)  # type: ignore[arg-type]
+        raise unknown_shadow_pointer(st.diag, inst)
+
+    def _shadow_of(self, ptr: Value, user: Instruction) -> Value:
+        s = self.st.fshadow.get(ptr)
+        if s is None:
+            raise mixed_memory_error(self.st.diag, self.st.spec, ptr, user)
+        return s
+
+    def _mirror_returned_pointer(self, inst: Instruction) -> None:
+        """A pointer stored into the return slot: its shadow goes into the shadow slot (null
+        if it has none), where the reverse entry finds a returned array's shadow."""
+        if inst.opcode != "store" or not inst.operands[0].type.is_pointer:
+            return
+        st = self.st
+        v, ptr = inst.operands
+        if ptr in st.info.shadowed and pointer_base(ptr) is st.retptr:
+            shadow = st.fshadow.get(v, Constant(PTR, "null"))
+            st.b.store(shadow, st.fshadow[ptr])
+
+    def _return(self, inst: Instruction) -> None:
+        st, b = self.st, self.st.b
+        status = st.map(inst.operands[0])
+        if is_exceptional_return(inst):
+            st.tape.release(b)
+            b.ret(status)
+            return
+        if isinstance(status, Constant):
+            st.returns.append((inst.block, status))  # type: ignore[arg-type]
+            b.br(st.re)
+            return
+        raised = st.fn.add_block((inst.block.name or "") + ".raise")  # type: ignore[union-attr]
+        ok = b.icmp("eq", status, const_int(status.type, 0))  # type: ignore[arg-type]
+        st.returns.append((inst.block, status))  # type: ignore[arg-type]
+        b.cbr(ok, st.re, raised)
+        with b.at_end(raised):
+            st.tape.release(b)
+            b.ret(status)
+
+    def fill_phis(self) -> None:
+        """Incoming values of the forward phis, once every block is cloned."""
+        st = self.st
+        for inst, phi in st.phis:
+            shadow = phi.type == PTR and phi is st.fshadow.get(inst)
+            for v, blk in zip(inst.operands, inst.incoming):
+                if blk not in st.fwd:
+                    continue
+                value = self._shadow_of(v, inst) if shadow else st.map(v)
+                add_incoming(phi, value, st.fwd[blk])
+        for loop, counter in st.pending_counters:
+            pre, latch = st.plan.preheader(loop), st.plan.latch(loop)
+            add_incoming(counter, const_int(I64, 0), st.fwd[pre])
+            nxt = Instruction("add", I64, [counter, const_int(I64, 1)], f"{loop.header.name}.next",
+                              flags=("nuw", "nsw"))
+            fblock = st.fwd[loop.header]
+            fblock.insert(len(list(fblock.phis())), nxt)
+            add_incoming(counter, nxt, st.fwd[latch])
+
+    def push_frame(self, block: Block) -> None:
+        """Push the values the reverse of `block` pops, at the end of its forward clone."""
+        st = self.st
+        fblock = st.fwd[block]
+        cont = st.tape.push(fblock, [v for v, _ in st.frames[block]])
+        for succ in cont.successors():
+            for phi in succ.phis():
+                phi.incoming = [cont if blk is fblock else blk for blk in phi.incoming]
+        st.fwd[block] = cont

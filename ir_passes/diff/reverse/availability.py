@@ -1,0 +1,114 @@
+"""Primal values and shadow pointers as usable in the reverse of one block (Enzyme's
+`lookupM`): used directly, rebuilt from a reverse loop counter, recomputed, reloaded from a
+spill slot, or popped from the block's tape frame."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ...analysis.cfg import Loop
+from ...ir.clone import clone_instruction
+from ...ir.types import I64, PTR, VOID
+from ...ir.values import Argument, Block, Constant, Instruction, Value
+from .plan import Access
+from .retained import Need, Retained, Retention
+from .state import ReverseState
+from .tape import pop_placeholder
+
+
+@dataclass
+class BlockContext:
+    """The reverse of primal block `block` being emitted: `memo` holds what was already made
+    available in it, `frame` the (forward value, pop placeholder) pairs its tape frame holds."""
+    block: Block
+    frame: list[tuple[Value, Instruction]]
+    memo: dict[tuple[object, int], Value] = field(default_factory=dict)
+
+
+class Availability:
+    def __init__(self, st: ReverseState) -> None:
+        self.st = st
+
+    def value(self, ctx: BlockContext, v: Value) -> Value:
+        """Primal value `v` as usable in the reverse of `ctx.block`."""
+        st, b = self.st, self.st.b
+        access = st.plan.kind(v, ctx.block)
+        if access is Access.DIRECT:
+            return st.map(v)
+        key = (access, id(v))
+        if key in ctx.memo:
+            return ctx.memo[key]
+        kind = Retention.of(access)
+        if kind is Retention.TAPE and isinstance(v, Instruction) \
+                and st.plan.executes_once(v.block):  # type: ignore[arg-type]
+            kind = Retention.SPILL
+        st.observe(Retained(kind, Need.VALUE, ctx.block, v))
+        if kind is Retention.IV:
+            iv = st.plan.ivs[v]  # type: ignore[index]
+            count = self.counter(ctx, iv.loop)
+            if count.type != v.type:
+                count = b.cast("trunc", count, v.type)
+            scaled = count if _is_const(iv.step, 1) else b.mul(count, self.value(ctx, iv.step))
+            out = scaled if _is_const(iv.start, 0) else b.add(self.value(ctx, iv.start), scaled)
+        elif kind is Retention.RECOMPUTE:
+            assert isinstance(v, Instruction)
+            out = b.insert(clone_instruction(v, lambda o: self.value(ctx, o), lambda blk: blk))
+        elif kind is Retention.SPILL:
+            slot = self._spill_slot(v)  # type: ignore[arg-type]
+            out = b.load(v.type, slot, (v.name or "") + ".spill")
+        else:
+            out = pop_placeholder(v.type, (v.name or "") + ".tape")
+            ctx.frame.append((st.map(v), out))
+        ctx.memo[key] = out
+        return out
+
+    def _spill_slot(self, v: Instruction) -> Instruction:
+        """A value computed at most once (not in a loop) but not on every path to the return
+        is kept in a stack slot, stored right after its forward definition."""
+        st = self.st
+        slot = st.spills.get(v)
+        if slot is None:
+            slot = st.spills[v] = st.alloca(v.type, (v.name or "v") + ".spill")
+            fwd = st.map(v)
+            assert isinstance(fwd, Instruction) and fwd.block is not None
+            block = fwd.block
+            at = block.instructions.index(fwd) + 1
+            if fwd.opcode == "phi":
+                at = sum(1 for _ in block.phis())
+            block.insert(at, Instruction("store", VOID, [fwd, slot]))
+        return slot
+
+    def counter(self, ctx: BlockContext, loop: Loop) -> Value:
+        """The reverse counter of `loop` (iterations left), loaded once per block."""
+        key = ("rcounter", id(loop))
+        if key not in ctx.memo:
+            ctx.memo[key] = self.st.b.load(I64, self.st.rcounter[loop], f"{loop.header.name}.i")
+        return ctx.memo[key]
+
+    def shadow(self, ctx: BlockContext, ptr: Value) -> Value:
+        """Shadow of primal pointer `ptr`, usable in the reverse of `ctx.block`."""
+        st, b = self.st, self.st.b
+        if ptr in st.fshadow and (isinstance(ptr, Argument) or ptr is st.slot_ptr or
+                                  st.plan.kind(ptr, ctx.block) is Access.DIRECT):
+            return st.fshadow[ptr]
+        key = ("shadow", id(ptr))
+        if key in ctx.memo:
+            return ctx.memo[key]
+        if isinstance(ptr, Instruction) and ptr.opcode == "getelementptr":
+            base, *idx = ptr.operands
+            out = b.gep(ptr.source_type, self.shadow(ctx, base),  # type: ignore[arg-type]
+                        [self.value(ctx, i) for i in idx], flags=ptr.flags)
+        elif isinstance(ptr, Instruction) and ptr.opcode == "select":
+            c, x, y = ptr.operands
+            out = b.select(self.value(ctx, c), self.shadow(ctx, x), self.shadow(ctx, y))
+        elif isinstance(ptr, Instruction) and ptr.opcode in ("bitcast", "addrspacecast", "freeze"):
+            out = self.shadow(ctx, ptr.operands[0])
+        else:
+            st.observe(Retained(Retention.TAPE, Need.SHADOW, ctx.block, ptr))
+            out = pop_placeholder(PTR, (ptr.name or "") + "'.tape")
+            ctx.frame.append((st.fshadow[ptr], out))
+        ctx.memo[key] = out
+        return out
+
+
+def _is_const(v: Value, value: int) -> bool:
+    return isinstance(v, Constant) and v.text == str(value)

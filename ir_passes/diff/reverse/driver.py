@@ -1,0 +1,66 @@
+"""Reverse mode: augmented forward pass, then the reverse pass, in one function.
+
+Layout of the derivative:
+  entry        allocas (return slot and its shadow, adjoints, tape, loop counters)
+  forward      a clone of the primal; loops get a counter; blocks with several predecessors
+               record which one was taken; blocks push the values their reverse needs
+  RE           reached from every normal return: seeds the return adjoint (1.0 for a float
+               return, `d_ret` for returned tuples and arrays), then jumps to the reverse of
+               the block that returned
+  B.rev        one per primal block: pops its tape frame, runs the adjoints of its
+               instructions backwards, then continues with the reverse of the predecessor
+               it was entered from (recorded, or `counter == 0` for loop headers); phi
+               adjoints move to their incoming values on those edges
+  done         packs results (primal value, gradients of active scalars), frees the tape
+
+A reverse loop runs its primal loop's iterations backwards: entering it from an exit stores
+the trip counter, each back edge decrements it, and induction variables are rebuilt from it.
+Adjoints live in allocas that LLVM promotes to registers. Values the reverse needs are
+classified by `ReversePlan` (direct / iv / recompute / tape).
+
+The parts: `state.py` (analyses and shared maps), `augmented.py` (forward pass),
+`control.py` (reverse entry, blocks, edges, done), `adjoints.py` (adjoint slots and
+instruction adjoints), `availability.py` (primal values and shadows in a reverse block).
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from ...ir.builder import Builder
+from ...ir.values import Function, Module
+from ..spec import DiffSpec
+from .adjoints import Adjoints
+from .augmented import AugmentedForward
+from .availability import Availability
+from .control import ReverseControl
+from .retained import Retained
+from .state import ReverseState
+
+
+def synthesize_reverse(module: Module, spec: DiffSpec,
+                       observe: Callable[[Retained], None] | None = None) -> Function:
+    """Add the reverse-mode derivative described by `spec` to `module` and return it.
+
+    `observe`, when given, hears every decision about a value the reverse pass needs.
+    """
+    st = ReverseState(module, spec, observe or (lambda event: None))
+    forward = AugmentedForward(st)
+    avail = Availability(st)
+    control = ReverseControl(st, avail, Adjoints(st, avail))
+    for block in st.order:
+        forward.block(block)
+    forward.fill_phis()
+    control.entry()
+    for block in st.order:
+        if block in st.rev:
+            control.block(block)
+    control.finish()
+    for block in st.order:
+        if st.frames.get(block):
+            forward.push_frame(block)
+    Builder(st.entry).br(st.fwd[st.primal.entry])
+    module.add_function(st.fn)
+    return st.fn
+
+
+__all__ = ["synthesize_reverse"]

@@ -1,0 +1,43 @@
+"""The decisions the reverse synthesizer reports about each primal value its reverse needs."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from ...ir.values import Block, Value
+from .plan import Access
+
+
+class Retention(Enum):
+    """How a needed value is kept: pushed per execution of its block ("tape"), in one stack
+    slot written at most once ("spill"), cloned from available operands ("recompute"), or
+    rebuilt from a reverse loop counter ("iv")."""
+    TAPE = "tape"
+    SPILL = "spill"
+    RECOMPUTE = "recompute"
+    IV = "iv"
+
+    @staticmethod
+    def of(access: Access) -> Retention:
+        """The retention of a value the plan does not find directly available."""
+        return Retention(access.value)
+
+
+class Need(Enum):
+    """What is needed: the primal value itself, the shadow pointer of the value, or the
+    choice of which predecessor ran (recomputed from the value, a branch condition)."""
+    VALUE = "value"
+    SHADOW = "shadow"
+    CHOICE = "choice"
+
+
+@dataclass(frozen=True)
+class Retained:
+    """How the reverse of `block` obtains `value` (`what` of it), reported to observers."""
+    kind: Retention
+    what: Need
+    block: Block
+    value: Value
+
+
+__all__ = ["Need", "Retained", "Retention"]

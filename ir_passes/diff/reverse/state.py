@@ -1,0 +1,134 @@
+"""What the parts of the reverse synthesizer share: the analyses of the primal, the layout of
+the derivative's blocks, and the maps from primal values to their forward clones, shadows,
+adjoint slots, loop counters and tape frames. Everything is set up in `ReverseState()`."""
+from __future__ import annotations
+
+from typing import Callable
+
+from ...analysis.activity import analyze_activity, carries_float
+from ...analysis.cfg import Loop, blocks_reaching, reverse_post_order
+from ...analysis.types import analyze_memory_types
+from ...diagnostics import Diagnostics
+from ...errors import ActivityError
+from ...ir.builder import Builder
+from ...ir.types import I64, Type
+from ...ir.values import Block, Function, Instruction, Module, Value, const_int, zero
+from ..allocations import shadowed_allocations
+from ..common import refuse_known_problem_calls
+from ..returns import is_exceptional_return, return_slot
+from ..rules.emitter import MathEmitter
+from ..seeds import activity_seeds, known_element_types
+from ..signature import build_signature
+from ..spec import Activity, DiffSpec
+from .plan import InductionVariable, ReversePlan
+from .retained import Retained
+from .tape import Tape
+
+
+class ReverseState:
+    """The primal's analyses and the derivative under construction (see `driver.py`)."""
+
+    def __init__(self, module: Module, spec: DiffSpec,
+                 observe: Callable[[Retained], None]) -> None:
+        self.observe = observe
+        self.module = module
+        self.spec = spec
+        self.primal = module.functions[spec.primal]
+        self.diag = Diagnostics(module, self.primal)
+        self.sig = build_signature(self.primal, spec)
+        self.fn: Function = self.sig.fn
+        self.b = Builder()
+        self.m = MathEmitter(self.b, module)
+        self.vmap: dict[Value, Value] = dict(self.sig.primal_args)
+        self.fshadow: dict[Value, Value] = {}         # forward-pass shadow pointers
+        self.adjoints: dict[Value, Instruction] = {}   # primal value -> adjoint alloca
+        self.counters: dict[Loop, Instruction] = {}    # loop -> synthetic primal counter
+        self.rcounter: dict[Loop, Instruction] = {}    # loop -> reverse counter alloca
+        self.which: dict[Block, Instruction] = {}      # block -> synthetic "which pred" value
+        self.frames: dict[Block, list[tuple[Value, Instruction]]] = {}   # tape pushes per block
+        self.spills: dict[Instruction, Instruction] = {}
+        self.phis: list[tuple[Instruction, Instruction]] = []   # primal phi -> forward phi
+        self.pending_counters: list[tuple[Loop, Instruction]] = []   # forward counter phis
+        self.returns: list[tuple[Block, Value]] = []   # normal returns and their status
+        self._check_params()
+        self.slot = return_slot(self.primal, spec)
+        self.ret_active = spec.ret is Activity.ACTIVE and self.slot.differentiable
+        self.info = analyze_activity(self.primal, *activity_seeds(self.primal, spec))
+        refuse_known_problem_calls(self.diag, self.primal, self.info)
+        self.retptr = self.primal.args[spec.retptr]
+        self.allocs = shadowed_allocations(self.primal, self.info, self.diag, self.retptr)
+        self.speculated = _feeding_selects(self.primal)
+        self.memory_types = analyze_memory_types(self.primal,
+                                                 known_element_types(self.primal, spec))
+        normal_returns = [blk for blk in self.primal.blocks
+                          if (t := blk.terminator) is not None and t.opcode == "ret"
+                          and not is_exceptional_return(t)]
+        self.plan = ReversePlan(self.primal, normal_returns)
+        self.entry = self.fn.add_block("entry")
+        self.tape = Tape(module, self.fn, self.entry)
+        self.slot_ptr = self._setup_entry()
+        self.order = reverse_post_order(self.primal)
+        self.fwd = {block: self.fn.add_block(block.name) for block in self.order}
+        self.re = self.fn.add_block("reverse.entry")
+        reaches_return = blocks_reaching(self.primal, normal_returns)
+        self.rev = {block: self.fn.add_block((block.name or "") + ".rev")
+                    for block in self.order if block in reaches_return}
+        self.done = self.fn.add_block("reverse.done")
+
+    def _check_params(self) -> None:
+        for p in self.spec.params:
+            if p.activity.has_shadow and not p.is_array:
+                raise ActivityError(f"parameter '{p.name}' is a float passed by value: "
+                                    "mark it 'active' to get its gradient")
+
+    def _setup_entry(self) -> Instruction:
+        """The return slot and its shadow, array shadows, and the loop counters."""
+        slot_ptr = Builder(self.entry).alloca(self.slot.type, "ret.slot")
+        self.vmap[self.retptr] = slot_ptr
+        if self.ret_active:
+            self.fshadow[self.retptr] = self.zeroed_alloca(self.slot.type, "ret.slot'")
+        for p in self.spec.params:
+            if p.activity.has_shadow and p.is_array:
+                self.fshadow[self.primal.args[p.data_arg]] = self.sig.shadow_args[p.name][4]
+        for loop in self.plan.loops:
+            counter = Instruction("phi", I64, [], f"{loop.header.name}.iter")
+            counter.block = loop.header
+            self.counters[loop] = counter
+            self.plan.ivs[counter] = InductionVariable(loop, const_int(I64, 0), const_int(I64, 1))
+            self.rcounter[loop] = self.alloca(I64, f"{loop.header.name}.riter")
+        return slot_ptr
+
+    def alloca(self, t: Type, name: str) -> Instruction:
+        """An alloca in the entry block (kept before the entry's eventual terminator)."""
+        return Builder(self.entry).alloca(t, name)
+
+    def zeroed_alloca(self, t: Type, name: str, value: Value | None = None) -> Instruction:
+        slot = self.alloca(t, name)
+        Builder(self.entry).store(value if value is not None else zero(t), slot)
+        return slot
+
+    def map(self, v: Value) -> Value:
+        """The forward pass's copy of primal value `v`."""
+        return self.vmap.get(v, v)
+
+    def loop_with_header(self, block: Block) -> Loop | None:
+        return next((l for l in self.plan.loops if l.header is block), None)
+
+    def preds(self, block: Block) -> list[Block]:
+        """Predecessors of `block` that the forward pass clones (the reachable ones)."""
+        return [p for p in self.plan.preds[block] if p in self.fwd]
+
+
+def _feeding_selects(fn: Function) -> set[Instruction]:
+    """Instructions whose results flow into a value operand of a `select`: they may have
+    been computed for the arm the select did not take."""
+    out: set[Instruction] = set()
+    work: list[Value] = [op for inst in fn.instructions() if inst.opcode == "select"
+                         for op in inst.operands[1:]]
+    while work:
+        v = work.pop()
+        if isinstance(v, Instruction) and v not in out and carries_float(v.type) \
+                and v.opcode not in ("phi", "load"):
+            out.add(v)
+            work.extend(v.operands)
+    return out
