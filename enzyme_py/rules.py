@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from ir_passes.diff.rules import defrule, lookup
 from ir_passes.diff.rules.registry import Partials
-from ir_passes.known_calls import demangle_numba, known_problem
+from ir_passes.known.calls import demangle_numba, known_problem
 
 
 def register_rule(symbol: str, partials: Partials) -> None:

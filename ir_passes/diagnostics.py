@@ -9,7 +9,7 @@ import linecache
 import re
 
 from .errors import UnsupportedError
-from .known_calls import call_problem
+from .known.calls import call_problem
 from .ir.printer import Namer, print_instruction
 from .ir.values import Function, Instruction, Module
 
@@ -61,7 +61,7 @@ class Diagnostics:
         return None
 
     def unsupported_call(self, inst: Instruction) -> UnsupportedError:
-        """The error for an active call the pass has no derivative for (see known_calls)."""
+        """The error for an active call the pass has no derivative for (see known/calls.py)."""
         problem = call_problem(inst)
         return self.unsupported(problem.what, inst, problem.hint)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ir_passes.diagnostics import Diagnostics
 from ir_passes.errors import ActivityError, UnsupportedError
-from ir_passes.diff.memory import NRT_RAW_ALLOC, NRT_RAW_FREE
+from ir_passes.known.memory import NRT_RAW_ALLOC, NRT_RAW_FREE
 from ir_passes.ir.builder import Builder, declare
 from ir_passes.ir.types import I64, PTR, VOID
 from ir_passes.ir.values import Function, GlobalRef, Instruction, Module

@@ -55,7 +55,7 @@ from numba.core.typed_passes import NativeLowering
 
 from ir_passes.canonicalize import canonicalize_module, parse, run_module_passes
 from ir_passes.errors import UnsupportedError
-from ir_passes.known_calls import describe_symbol
+from ir_passes.known.calls import describe_symbol
 
 from .link import llvm_abi
 from .recompile import Unrecoverable, recompile

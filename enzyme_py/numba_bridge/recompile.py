@@ -27,7 +27,7 @@ from numba.core.registry import cpu_target
 from numba.core.typing import Signature
 from numba.np.ufunc.ufuncbuilder import UFuncDispatcher
 
-from ir_passes.known_calls import demangle_numba
+from ir_passes.known.calls import demangle_numba
 
 __all__ = ["Replacement", "Unrecoverable", "recompile"]
 

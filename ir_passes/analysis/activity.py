@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from ..ir.printer import print_function
 from ..ir.types import ArrayType, FloatType, IntType, StructType, Type, VectorType
 from ..ir.values import Argument, Function, Instruction, Value
-from ..diff.blas import dot_operands, is_dot
-from ..diff.memory import NRT_DATA, NRT_RAW_ALLOC, is_memory_intrinsic, pointer_base
+from ..known.blas import dot_operands, is_dot
+from ..known.memory import NRT_DATA, NRT_RAW_ALLOC, is_memory_intrinsic, pointer_base
 from .pointer_stores import PointerStores, is_pointer_like
 
 # Opcodes whose (float) result is varied if any operand is.

@@ -13,15 +13,11 @@ an unknown offset, and memory handed to a call that may copy pointers are tracke
 """
 from __future__ import annotations
 
-from ..diff.memory import MEMORY_INTRINSICS, NRT_DATA, NRT_RAW_ALLOC, pointer_base
 from ..ir.types import ArrayType, StructType, Type, VectorType, align_of, size_of
 from ..ir.values import ConstInt, Function, Instruction, Value
+from ..known.memory import (MEMORY_INTRINSICS, NRT_CONSTRUCTORS, NRT_DATA, NRT_RAW_ALLOC,
+                            POINTER_NEUTRAL_CALLS, pointer_base)
 
-_NRT_NEW = ("NRT_MemInfo_alloc", "NRT_MemInfo_new")     # meminfo constructors
-# Calls known not to copy, keep or write pointers through their pointer arguments.
-_POINTER_NEUTRAL = ("llvm.lifetime.", "llvm.assume", "llvm.dbg.", "llvm.invariant.",
-                    "llvm.prefetch", "llvm.experimental.noalias.scope.decl", "NRT_incref",
-                    "NRT_decref", NRT_DATA, "numba_attempt_nocopy_reshape")
 
 
 def is_pointer_like(t: Type) -> bool:
@@ -42,7 +38,7 @@ class PointerStores:
             value, ptr = inst.operands
             return is_pointer_like(value.type) and value in shadowed and self._mark(ptr)
         name = inst.callee_name or ""
-        if inst.opcode != "call" or name.startswith(_POINTER_NEUTRAL):
+        if inst.opcode != "call" or name.startswith(POINTER_NEUTRAL_CALLS):
             return False
         kind = _memory_intrinsic_kind(name)
         if kind is not None:
@@ -61,7 +57,7 @@ class PointerStores:
         """Whether pointer-returning `call` may return an address of shadowed memory: it is
         handed a shadowed pointer, or memory that may hold one, and is not known."""
         name = call.callee_name or ""
-        if name.startswith((*_POINTER_NEUTRAL, *_NRT_NEW)) or _memory_intrinsic_kind(name):
+        if name.startswith((*POINTER_NEUTRAL_CALLS, *NRT_CONSTRUCTORS)) or _memory_intrinsic_kind(name):
             return False            # allocators return fresh memory
         return any(op in shadowed or self.may_hold(op)
                    for op in call.operands if is_pointer_like(op.type))
@@ -96,7 +92,7 @@ def local_memory(ptr: Value) -> tuple[Value | None, int | None]:
     if base.opcode == "alloca" or base.callee_name == NRT_RAW_ALLOC:
         return base, offset
     meminfo = base.operands[0] if base.callee_name == NRT_DATA else None
-    if isinstance(meminfo, Instruction) and (meminfo.callee_name or "").startswith(_NRT_NEW):
+    if isinstance(meminfo, Instruction) and (meminfo.callee_name or "").startswith(NRT_CONSTRUCTORS):
         return meminfo, offset
     return None, None
 
@@ -107,14 +103,14 @@ def _escaped_memory(fn: Function) -> set[Value]:
     for inst in fn.instructions():
         if inst.opcode == "store":
             candidates = [inst.operands[0]]
-        elif inst.opcode == "call" and not (inst.callee_name or "").startswith(_POINTER_NEUTRAL) \
+        elif inst.opcode == "call" and not (inst.callee_name or "").startswith(POINTER_NEUTRAL_CALLS) \
                 and _memory_intrinsic_kind(inst.callee_name or "") is None:
             candidates = [op for op in inst.operands if op.type.is_pointer]
         else:
             continue
         for v in candidates:
             memory = v if isinstance(v, Instruction) and (v.callee_name or "").startswith(
-                _NRT_NEW) else local_memory(v)[0] if v.type.is_pointer else None
+                NRT_CONSTRUCTORS) else local_memory(v)[0] if v.type.is_pointer else None
             if memory is not None:
                 out.add(memory)
     return out

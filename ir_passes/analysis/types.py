@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..diff.memory import pointer_base
+from ..known.memory import pointer_base
 from ..ir.printer import Namer
 from ..ir.types import FloatType, IntType, Type
 from ..ir.values import Function, Instruction, Value

@@ -16,7 +16,7 @@ from ..diagnostics import Diagnostics
 from ..ir.builder import Builder, declare
 from ..ir.types import I1, I8, I32, I64, PTR, VOID
 from ..ir.values import FALSE, Function, Instruction, Module, Value, const_int
-from .memory import NRT_ALLOC, NRT_DATA, NRT_RAW_ALLOC, NRT_RAW_FREE, pointer_base
+from ..known.memory import NRT_ALLOC, NRT_DATA, NRT_RAW_ALLOC, NRT_RAW_FREE, pointer_base
 
 _REFCOUNT = ("NRT_incref", "NRT_decref")
 

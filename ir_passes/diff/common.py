@@ -6,9 +6,9 @@ from ..analysis.activity import ActivityInfo, carries_float
 from ..diagnostics import Diagnostics
 from ..errors import UnsupportedError
 from ..ir.builder import Builder
-from ..known_calls import known_problem
+from ..known.calls import known_problem
 from ..ir.values import Argument, ConstFloat, Function, Instruction, Value
-from .memory import NRT_DATA, NRT_RAW_ALLOC, pointer_base
+from ..known.memory import NRT_DATA, NRT_RAW_ALLOC, pointer_base
 from .reverse.tape import TAPE_PREFIX
 from .spec import DiffSpec
 

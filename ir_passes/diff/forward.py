@@ -28,11 +28,11 @@ from ..ir.values import (Argument, Block, Constant, Function, Instruction, Modul
 from .allocations import (allocate_raw_shadow, allocate_shadow, data_pointer, free_raw, refcount,
                           shadowed_allocations)
 from .allocations import meminfo_merges
-from .blas import DOT, dot_operands, dot_type, is_dot
+from ..known.blas import DOT, dot_operands, dot_type, is_dot
 from .common import (check_pointer_to_int, check_reinterpretation, check_store,
                      describe_memory, fast_math_of, mixed_memory_error,
                      refuse_known_problem_calls, scale, unknown_shadow_pointer)
-from .memory import (INERT_CALLS, MEMORY_INTRINSICS, NRT_DATA, NRT_RAW_ALLOC, NRT_RAW_FREE,
+from ..known.memory import (INERT_CALLS, MEMORY_INTRINSICS, NRT_DATA, NRT_RAW_ALLOC, NRT_RAW_FREE,
                      is_memory_intrinsic, pointer_base)
 from .forward_returns import complete_tangent
 from .returns import pack_results, release_arrays, return_slot

@@ -9,9 +9,9 @@ from ...ir.types import I64, PTR, VOID, ArrayType, FloatType, IntType, StructTyp
 from ...ir.values import (FALSE, Argument, Constant, Instruction, Value, const_float, const_int,
                           zero)
 from ..allocations import free_raw, refcount
-from ..blas import axpy_function, dot_operands, dot_type, is_dot
+from ...known.blas import axpy_function, dot_operands, dot_type, is_dot
 from ..common import fast_math_of, scale
-from ..memory import MEMORY_INTRINSICS, NRT_RAW_ALLOC, is_memory_intrinsic
+from ...known.memory import MEMORY_INTRINSICS, NRT_RAW_ALLOC, is_memory_intrinsic
 from ..rules import lookup
 from ..rules.math import math_rule_name
 from ..rules.needs import rule_needs

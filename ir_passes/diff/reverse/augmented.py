@@ -10,7 +10,7 @@ from ...ir.types import I32, I64, PTR
 from ...ir.values import Block, Constant, Instruction, Value, const_int
 from ..allocations import allocate_raw_shadow, allocate_shadow, data_pointer
 from ..common import mixed_memory_error, unknown_shadow_pointer
-from ..memory import NRT_DATA, NRT_RAW_ALLOC, pointer_base
+from ...known.memory import NRT_DATA, NRT_RAW_ALLOC, pointer_base
 from ..returns import is_exceptional_return
 from .checks import check_forward
 from .state import ReverseState

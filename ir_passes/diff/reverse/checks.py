@@ -3,10 +3,10 @@ emitted for it."""
 from __future__ import annotations
 
 from ...ir.values import Instruction
-from ..blas import dot_operands, dot_type, is_dot
+from ...known.blas import dot_operands, dot_type, is_dot
 from ..common import (check_pointer_to_int, check_reinterpretation, check_store,
                       describe_memory)
-from ..memory import INERT_CALLS, NRT_RAW_FREE, is_memory_intrinsic
+from ...known.memory import INERT_CALLS, NRT_RAW_FREE, is_memory_intrinsic
 from ..rules import lookup
 from ..rules.math import math_rule_name
 from .state import ReverseState

@@ -19,8 +19,8 @@ from enum import Enum
 from ...analysis.cfg import Loop, dominates, dominators, find_loops, reverse_post_order
 from ...errors import UnsupportedError
 from ...ir.values import Argument, Block, Constant, Function, GlobalRef, Instruction, Value
-from ..blas import dot_operands, is_dot
-from ..memory import INERT_CALLS, NRT_DATA, NRT_RAW_ALLOC, is_memory_intrinsic, pointer_base
+from ...known.blas import dot_operands, is_dot
+from ...known.memory import INERT_CALLS, NRT_DATA, NRT_RAW_ALLOC, is_memory_intrinsic, pointer_base
 
 _PURE = {"add", "sub", "mul", "shl", "lshr", "ashr", "and", "or", "xor", "icmp", "fcmp",
          "select", "trunc", "zext", "sext", "fptrunc", "fpext", "fptoui", "fptosi", "uitofp",

@@ -38,7 +38,7 @@ from ...ir.parser import parse_module
 from ...ir.printer import Namer, print_module
 from ...ir.values import (Argument, Block, ConstInt, Function, GlobalRef, Instruction, Module,
                           Value)
-from ..memory import is_memory_intrinsic
+from ...known.memory import is_memory_intrinsic
 from ..returns import is_exceptional_return
 from ..rules import lookup
 from ..rules.math import math_rule_name

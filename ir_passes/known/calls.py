@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .ir.types import FloatType, IntType
-from .ir.values import Argument, Instruction
+from ..ir.types import FloatType, IntType
+from ..ir.values import Argument, Instruction
 
 
 @dataclass(frozen=True)

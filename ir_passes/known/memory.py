@@ -19,6 +19,12 @@ NRT_ALLOC = ("NRT_MemInfo_alloc_aligned", "NRT_MemInfo_alloc_safe_aligned")
 NRT_DATA = "NRT_MemInfo_data_fast"
 # Raw buffers (no meminfo), e.g. the temporary copy of an overlapping slice assignment.
 NRT_RAW_ALLOC, NRT_RAW_FREE = "NRT_Allocate", "NRT_Free"
+# Constructors of meminfos: they return fresh memory.
+NRT_CONSTRUCTORS = ("NRT_MemInfo_alloc", "NRT_MemInfo_new")
+
+# Calls known not to copy, keep or write pointers through their pointer arguments (Numba's
+# reshape helper reads shape and strides and writes new strides: enzyme_py declares it so).
+POINTER_NEUTRAL_CALLS = INERT_CALLS + (NRT_DATA, "numba_attempt_nocopy_reshape")
 
 
 def is_memory_intrinsic(name: str) -> bool:
