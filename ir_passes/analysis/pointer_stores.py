@@ -15,9 +15,8 @@ from __future__ import annotations
 
 from ..ir.types import ArrayType, StructType, Type, VectorType, align_of, size_of
 from ..ir.values import ConstInt, Function, Instruction, Value
-from ..known.memory import (MEMORY_INTRINSICS, NRT_CONSTRUCTORS, NRT_DATA, NRT_RAW_ALLOC,
-                            POINTER_NEUTRAL_CALLS, pointer_base)
-
+from ..known.memory import (NRT_CONSTRUCTORS, NRT_DATA, NRT_RAW_ALLOC, POINTER_NEUTRAL_CALLS,
+                            memory_intrinsic_kind, pointer_base)
 
 
 def is_pointer_like(t: Type) -> bool:
@@ -40,7 +39,7 @@ class PointerStores:
         name = inst.callee_name or ""
         if inst.opcode != "call" or name.startswith(POINTER_NEUTRAL_CALLS):
             return False
-        kind = _memory_intrinsic_kind(name)
+        kind = memory_intrinsic_kind(name)
         if kind is not None:
             return kind == "copy" and self.may_hold(inst.operands[1]) and \
                 self._mark(inst.operands[0], whole=True)
@@ -57,7 +56,8 @@ class PointerStores:
         """Whether pointer-returning `call` may return an address of shadowed memory: it is
         handed a shadowed pointer, or memory that may hold one, and is not known."""
         name = call.callee_name or ""
-        if name.startswith((*POINTER_NEUTRAL_CALLS, *NRT_CONSTRUCTORS)) or _memory_intrinsic_kind(name):
+        if name.startswith((*POINTER_NEUTRAL_CALLS, *NRT_CONSTRUCTORS)) \
+                or memory_intrinsic_kind(name):
             return False            # allocators return fresh memory
         return any(op in shadowed or self.may_hold(op)
                    for op in call.operands if is_pointer_like(op.type))
@@ -92,25 +92,29 @@ def local_memory(ptr: Value) -> tuple[Value | None, int | None]:
     if base.opcode == "alloca" or base.callee_name == NRT_RAW_ALLOC:
         return base, offset
     meminfo = base.operands[0] if base.callee_name == NRT_DATA else None
-    if isinstance(meminfo, Instruction) and (meminfo.callee_name or "").startswith(NRT_CONSTRUCTORS):
-        return meminfo, offset
-    return None, None
+    return (meminfo, offset) if _is_constructed(meminfo) else (None, None)
+
+
+def _is_constructed(v: Value | None) -> bool:
+    """Whether `v` is a meminfo made by an NRT constructor in this function."""
+    return isinstance(v, Instruction) and (v.callee_name or "").startswith(NRT_CONSTRUCTORS)
 
 
 def _escaped_memory(fn: Function) -> set[Value]:
     """Local memory whose address is stored to memory or handed to a call that may keep it."""
     out: set[Value] = set()
     for inst in fn.instructions():
+        name = inst.callee_name or ""
         if inst.opcode == "store":
             candidates = [inst.operands[0]]
-        elif inst.opcode == "call" and not (inst.callee_name or "").startswith(POINTER_NEUTRAL_CALLS) \
-                and _memory_intrinsic_kind(inst.callee_name or "") is None:
-            candidates = [op for op in inst.operands if op.type.is_pointer]
+        elif inst.opcode == "call" and not name.startswith(POINTER_NEUTRAL_CALLS) \
+                and memory_intrinsic_kind(name) is None:
+            candidates = list(inst.operands)
         else:
             continue
         for v in candidates:
-            memory = v if isinstance(v, Instruction) and (v.callee_name or "").startswith(
-                NRT_CONSTRUCTORS) else local_memory(v)[0] if v.type.is_pointer else None
+            memory = v if _is_constructed(v) else local_memory(v)[0] if v.type.is_pointer \
+                else None
             if memory is not None:
                 out.add(memory)
     return out
@@ -127,7 +131,7 @@ def never_reloaded(fn: Function, store: Instruction) -> bool:
     for inst in fn.instructions():
         if inst.opcode == "load" and is_pointer_like(inst.type):
             source = inst.operands[0]
-        elif _memory_intrinsic_kind(inst.callee_name or "") == "copy":
+        elif memory_intrinsic_kind(inst.callee_name or "") == "copy":
             source = inst.operands[1]
         else:
             continue
@@ -184,8 +188,5 @@ def _field_offset(t: StructType, k: int) -> int:
     return offset
 
 
-def _memory_intrinsic_kind(name: str) -> str | None:
-    parts = name.split(".")
-    return MEMORY_INTRINSICS.get(parts[1]) if len(parts) > 1 and parts[0] == "llvm" else None
 
 

@@ -32,8 +32,8 @@ from ..known.blas import DOT, dot_operands, dot_type, is_dot
 from .common import (check_pointer_to_int, check_reinterpretation, check_store,
                      describe_memory, fast_math_of, mixed_memory_error,
                      refuse_known_problem_calls, scale, unknown_shadow_pointer)
-from ..known.memory import (INERT_CALLS, MEMORY_INTRINSICS, NRT_DATA, NRT_RAW_ALLOC, NRT_RAW_FREE,
-                     is_memory_intrinsic, pointer_base)
+from ..known.memory import (INERT_CALLS, NRT_DATA, NRT_RAW_ALLOC, NRT_RAW_FREE,
+                            is_memory_intrinsic, memory_intrinsic_kind, pointer_base)
 from .forward_returns import complete_tangent
 from .returns import pack_results, release_arrays, return_slot
 from .rules import lookup
@@ -412,7 +412,7 @@ class _Forward:
             raise self.diag.unsupported(f"'{name}' copies active values into memory without a "
                                         f"shadow ({describe_memory(self.spec, dst)})", inst)
         rest = [self._map(op) for op in inst.operands[2:]]
-        copy = MEMORY_INTRINSICS[name.split(".")[1]] == "copy" and src in self.info.shadowed
+        copy = memory_intrinsic_kind(name) == "copy" and src in self.info.shadowed
         for j in range(self.width):
             sdst = self._lane(self.shadows[dst], j)
             if copy:

@@ -27,9 +27,14 @@ NRT_CONSTRUCTORS = ("NRT_MemInfo_alloc", "NRT_MemInfo_new")
 POINTER_NEUTRAL_CALLS = INERT_CALLS + (NRT_DATA, "numba_attempt_nocopy_reshape")
 
 
-def is_memory_intrinsic(name: str) -> bool:
+def memory_intrinsic_kind(name: str) -> str | None:
+    """"copy" or "set" for an `llvm.mem*` intrinsic, else None."""
     parts = name.split(".")
-    return len(parts) > 1 and parts[0] == "llvm" and parts[1] in MEMORY_INTRINSICS
+    return MEMORY_INTRINSICS.get(parts[1]) if len(parts) > 1 and parts[0] == "llvm" else None
+
+
+def is_memory_intrinsic(name: str) -> bool:
+    return memory_intrinsic_kind(name) is not None
 
 
 def pointer_base(ptr: Value) -> Value:

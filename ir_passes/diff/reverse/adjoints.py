@@ -11,7 +11,7 @@ from ...ir.values import (FALSE, Argument, Constant, Instruction, Value, const_f
 from ..allocations import free_raw, refcount
 from ...known.blas import axpy_function, dot_operands, dot_type, is_dot
 from ..common import fast_math_of, scale
-from ...known.memory import MEMORY_INTRINSICS, NRT_RAW_ALLOC, is_memory_intrinsic
+from ...known.memory import NRT_RAW_ALLOC, is_memory_intrinsic, memory_intrinsic_kind
 from ..rules import lookup
 from ..rules.math import math_rule_name
 from ..rules.needs import rule_needs
@@ -171,7 +171,7 @@ class Adjoints:
         name = inst.callee_name or ""
         dst, src = inst.operands[0], inst.operands[1]
         length = self.avail.value(ctx, inst.operands[2])
-        if MEMORY_INTRINSICS[name.split(".")[1]] == "copy" and src in st.info.shadowed:
+        if memory_intrinsic_kind(name) == "copy" and src in st.info.shadowed:
             t = copy_element_type(st.memory_types, inst, st.diag)
             b.call(copy_adjoint_function(st.module, t),
                    [self.avail.shadow(ctx, src), self.avail.shadow(ctx, dst), length], VOID)
