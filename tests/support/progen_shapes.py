@@ -33,9 +33,8 @@ from tests.support.progen import (CONSTS, Bin, Case, Cmp, Const, Emitter, Leaf, 
 INCLUDE_RESHAPES = True
 #: functions returning tuples (checked through d_ret and the tangent tuple)
 INCLUDE_TUPLE_RETURNS = True
-#: writing through swapped temporaries (double buffering) is refused today: the phi of two
-#: allocations "escapes" (reading them after a swap works and is drawn by default)
-INCLUDE_BUFFER_SWAPS = False  # enable once the escape analysis sees through phis of allocations
+#: writing through swapped temporaries (double buffering: a phi of two allocations)
+INCLUDE_BUFFER_SWAPS = True
 
 SEGMENTS = ("slice", "rows", "temp", "swap", "helper", "struct", "array_tuple")
 _VIEWS = ("a[1:]", "a[:-1]", "a[::2]", "a[::-1]", "a[1::2]")
