@@ -6,10 +6,12 @@ from ..analysis.activity import ActivityInfo, carries_float
 from ..diagnostics import Diagnostics
 from ..errors import UnsupportedError
 from ..ir.builder import Builder
-from ..known.calls import known_problem
 from ..ir.values import Argument, ConstFloat, Function, Instruction, Value
+from ..known.calls import known_problem
 from ..known.memory import NRT_DATA, NRT_RAW_ALLOC, pointer_base
 from .reverse.tape import TAPE_PREFIX
+from .rules import Rule, lookup
+from .rules.math import math_rule_name
 from .spec import DiffSpec
 
 FAST_MATH_FLAGS = frozenset({"fast", "nnan", "ninf", "nsz", "arcp", "contract", "afn", "reassoc"})
@@ -27,6 +29,18 @@ def scale(b: Builder, partial: Value, v: Value, width: int = 1) -> Value:
     if isinstance(partial, ConstFloat) and partial.value == -1.0:
         return b.fneg(v)
     return b.fmul(b.splat(partial, width) if width > 1 else partial, v)
+
+
+def rule_for(diag: Diagnostics, inst: Instruction) -> Rule:
+    """The derivative rule of an instruction or math call, or the error naming what has none."""
+    name = inst.opcode if inst.opcode != "call" else math_rule_name(inst.callee_name or "",
+                                                                    inst.type)
+    rule = lookup(name)
+    if rule is None:
+        raise diag.unsupported_call(inst) if inst.opcode == "call" else \
+            diag.unsupported(f"no derivative rule for instruction '{name}'", inst,
+                             "not supported yet")
+    return rule
 
 
 def check_store(diag: Diagnostics, spec: DiffSpec, primal: Function, info: ActivityInfo,

@@ -31,14 +31,12 @@ from .allocations import meminfo_merges
 from ..known.blas import DOT, dot_operands, dot_type, is_dot
 from .common import (check_pointer_to_int, check_reinterpretation, check_store,
                      describe_memory, fast_math_of, mixed_memory_error,
-                     refuse_known_problem_calls, scale, unknown_shadow_pointer)
+                     refuse_known_problem_calls, rule_for, scale, unknown_shadow_pointer)
 from ..known.memory import (INERT_CALLS, NRT_DATA, NRT_RAW_ALLOC, NRT_RAW_FREE,
                             is_memory_intrinsic, memory_intrinsic_kind, pointer_base)
 from .forward_returns import complete_tangent
 from .returns import pack_results, release_arrays, return_slot
-from .rules import lookup
 from .rules.emitter import MathEmitter
-from .rules.math import math_rule_name
 from .seeds import activity_seeds
 from .signature import build_signature, lane_stride
 from .spec import Activity, DiffSpec
@@ -223,13 +221,7 @@ class _Forward:
         return self.tangent(v) if carries_float(v.type) else self._map(v)
 
     def _apply_rule(self, inst: Instruction, clone: Instruction) -> Value:
-        name = inst.opcode if inst.opcode != "call" else math_rule_name(
-            inst.callee_name or "", inst.type)
-        rule = lookup(name)
-        if rule is None:
-            raise self.diag.unsupported_call(inst) if inst.opcode == "call" else \
-                self.diag.unsupported(f"no derivative rule for instruction '{inst.opcode}'",
-                                      inst, "not supported yet")
+        rule = rule_for(self.diag, inst)
         args = [self._map(a) for a in inst.operands]
         partials = rule.partials(self.m, args, clone)
         total: Value | None = None

@@ -10,10 +10,8 @@ from ...ir.values import (FALSE, Argument, Constant, Instruction, Value, const_f
                           zero)
 from ..allocations import free_raw, refcount
 from ...known.blas import axpy_function, dot_operands, dot_type, is_dot
-from ..common import fast_math_of, scale
+from ..common import fast_math_of, rule_for, scale
 from ...known.memory import NRT_RAW_ALLOC, is_memory_intrinsic, memory_intrinsic_kind
-from ..rules import lookup
-from ..rules.math import math_rule_name
 from ..rules.needs import rule_needs
 from .availability import Availability, BlockContext
 from .copies import copy_adjoint_function, copy_element_type
@@ -107,13 +105,7 @@ class Adjoints:
 
     def _rule(self, ctx: BlockContext, inst: Instruction, adj: Value) -> None:
         st, b = self.st, self.st.b
-        name = inst.opcode if inst.opcode != "call" else math_rule_name(
-            inst.callee_name or "", inst.type)
-        rule = lookup(name)
-        if rule is None:
-            raise st.diag.unsupported_call(inst) if inst.opcode == "call" else \
-                st.diag.unsupported(f"no derivative rule for instruction '{name}'", inst,
-                                    "not supported yet")
+        rule = rule_for(st.diag, inst)
         ops = inst.operands
         wanted = [i for i, o in enumerate(ops) if o in st.info.varied]
         needs, needs_res = rule_needs(rule, tuple(o.type for o in ops), inst.type,
