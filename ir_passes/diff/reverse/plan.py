@@ -170,7 +170,8 @@ def written_bases(fn: Function) -> set[Value] | None:
             targets = [inst.operands[1]]
         elif inst.opcode == "call":
             name = inst.callee_name or ""
-            if name.startswith(INERT_CALLS) or not any(op.type.is_pointer for op in inst.operands):
+            if name.startswith(INERT_CALLS) or name == NRT_DATA \
+                    or not any(op.type.is_pointer for op in inst.operands):
                 continue
             if is_memory_intrinsic(name):
                 targets = [inst.operands[0]]
