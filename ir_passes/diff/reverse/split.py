@@ -269,9 +269,9 @@ def _reverse(module: Module, st: ReverseState, blocks: list[Block], layout: Stat
 def _release_function(module: Module, st: ReverseState, layout: StateLayout,
                       rev_name: str) -> Function:
     """`void release(ptr data, i64 size, ptr info)`: when the state dies before the reverse
-    ran, free the tape, the shadow arrays the reverse would have released (those allocated
-    outside loops: shadows of allocations inside loops are on the tape, and stay), and drop
-    the state's references to the returned arrays."""
+    ran, free the tape, the shadow arrays the reverse would have released when their
+    meminfos crossed as values (those kept on the tape stay: a known leak), and drop the
+    state's references to the returned arrays."""
     fn = Function(f"{rev_name}.release", FunctionType(VOID, (PTR, I64, PTR)),
                   ["state", "size", "info"], linkage="internal")
     data = fn.args[0]
