@@ -159,6 +159,8 @@ def test_unused_and_used_tapes_release_everything(nrt_stats):
     for _ in range(3):
         value, tape = _fwd(x, np.zeros(50), y)
         del value, tape                          # never reversed: freed when it dies
+        value, tape = fwd(x, np.zeros(50), 2.0)  # with the shadow of the returned array
+        del value, tape
         value, tape = fwd(x, np.zeros(50), 2.0)
         rev(x, np.zeros(50), 2.0, np.ones(50), tape)
         del value, tape

@@ -61,6 +61,8 @@ def synthesize_reverse(module: Module, spec: DiffSpec,
     for block in st.order:
         if st.frames.get(block):
             forward.push_frame(block)
+        if st.owned_pushes.get(block):
+            forward.push_owned(block)
     Builder(st.entry).br(st.fwd[st.primal.entry])
     if spec.split is not None:
         split = spec.split

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ...errors import UnsupportedError
-from ...ir.builder import Builder, declare
+from ...ir.builder import Builder, counted_loop, declare
 from ...ir.clone import clone_instruction
 from ...ir.types import I1, I8, I32, I64, PTR, VOID, ArrayType, FunctionType, StructType, Type, \
     align_of, size_of
@@ -109,6 +109,9 @@ def _layout(st: ReverseState, fwd_blocks: list[Block], rev_blocks: list[Block]) 
             raise _refused(st, f"the address of a stack slot (%{v.name}) is needed by the "
                            "reverse pass")
         layout.values.append((v, layout.place(v.type)))
+    if st.owned is not None:                 # the destructor walks the owned list
+        for slot in (st.owned.base, st.owned.top):
+            used_in.setdefault(id(slot), set()).add("rev")
     for inst in st.entry.instructions:
         if inst.opcode == "alloca" and used_in.get(id(inst), set()) >= {"fwd", "rev"}:
             size = size_of(inst.source_type)  # type: ignore[arg-type]
@@ -269,30 +272,25 @@ def _reverse(module: Module, st: ReverseState, blocks: list[Block], layout: Stat
 def _release_function(module: Module, st: ReverseState, layout: StateLayout,
                       rev_name: str) -> Function:
     """`void release(ptr data, i64 size, ptr info)`: when the state dies before the reverse
-    ran, free the tape, the shadow arrays the reverse would have released when their
-    meminfos crossed as values (those kept on the tape stay: a known leak), and drop the
-    state's references to the returned arrays."""
+    ran, free the tape, release the shadow arrays the reverse would have released (the owned
+    list), and drop the state's references to the returned arrays."""
     fn = Function(f"{rev_name}.release", FunctionType(VOID, (PTR, I64, PTR)),
                   ["state", "size", "info"], linkage="internal")
     data = fn.args[0]
     b = Builder(fn.add_block("entry"))
     unused = fn.add_block("unused")
-    done = fn.add_block("done")
+    done = fn.add_block("released")
     b.cbr(b.icmp("eq", b.load(I8, data), const_int(I8, 0)), unused, done)
     b.position_at_end(unused)
+    free = declare(module, "free", VOID, [PTR])
     base_at = layout.slot_offset(st.tape.base)
     if base_at is not None:
-        free = declare(module, "free", VOID, [PTR])
         b.call(free, [b.load(PTR, _at(b, data, base_at))], VOID)
-    offsets = {id(v): at for v, at in layout.values}
-    decref = declare(module, "NRT_decref", VOID, [PTR])
-    for alloc in st.allocs:                  # shadows the reverse would have released
-        at = offsets.get(id(st.fshadow.get(alloc)))
-        if at is not None:
-            b.call(decref, [b.load(PTR, _at(b, data, at))], VOID)
+    _release_owned(b, module, st, layout, data, free)
     slot_at = layout.slot_offset(st.slot_ptr)
     if slot_at is not None and st.spec.ret_arrays:
         value = b.load(st.slot.type, _at(b, data, slot_at))
+        decref = declare(module, "NRT_decref", VOID, [PTR])
         for path in st.spec.ret_arrays:
             b.call(decref, [b.extractvalue(value, path + (MEMINFO,))], VOID)
     b.br(done)
@@ -300,6 +298,21 @@ def _release_function(module: Module, st: ReverseState, layout: StateLayout,
     b.ret()
     module.add_function(fn)
     return fn
+
+
+def _release_owned(b: Builder, module: Module, st: ReverseState, layout: StateLayout,
+                   data: Value, free: Function) -> None:
+    """Drop the shadow arrays on the owned list (the reverse would have released them)."""
+    base_at, top_at = layout.slot_offset(st.owned.base), layout.slot_offset(st.owned.top)
+    if base_at is None or top_at is None:
+        return
+    base = b.load(PTR, _at(b, data, base_at))
+    used = b.sub(b.cast("ptrtoint", b.load(PTR, _at(b, data, top_at)), I64),
+                 b.cast("ptrtoint", base, I64))
+    decref = declare(module, "NRT_decref", VOID, [PTR])
+    counted_loop(b, b.binop("lshr", used, const_int(I64, 3)), lambda b, i: b.call(
+        decref, [b.load(PTR, b.gep(PTR, base, [i]))], VOID))
+    b.call(free, [base], VOID)
 
 
 __all__ = ["HEADER", "IDENT", "KEPT", "STATE_ARRAY", "USED", "split_reverse"]
