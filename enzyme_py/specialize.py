@@ -24,10 +24,12 @@ from .returns import check_differentiates_something, d_ret_arguments
 
 
 class Specializer:
-    def __init__(self, primal, name: str, spec: ActivitySpec) -> None:
+    def __init__(self, primal, name: str, spec: ActivitySpec,
+                 vector_math: bool = True) -> None:
         self.primal = primal
         self.name = name
         self.spec = spec
+        self.vector_math = vector_math
         self.stages: dict[tuple, Stages] = {}
         self._derived: dict[tuple, Built | Exception] = {}
 
@@ -150,7 +152,7 @@ class Specializer:
         target = numba_target(self.primal, self.spec, primal_types, symbol)
         check_differentiates_something(self.spec, target.facts.capture, target.spec.ret,
                                        self.primal.py_func.__name__)
-        stages = Stages(target)
+        stages = Stages(target, self.vector_math)
         text = stages.module_text              # synthesized and verified here, once
         self.stages[primal_types] = stages
         return Built(text, symbol, target.facts.restype, (target.facts.capture.library,))
