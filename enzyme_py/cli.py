@@ -75,9 +75,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-canonicalize", dest="canonicalize", action="store_false",
                    help="IR files: the input is already canonical (e.g. saved from --stage "
                    "canonical); only inline callees")
-    p.add_argument("--no-vector-math", dest="vector_math", action="store_false",
-                   help="the derivative as compiled with vector_math=False (scalar libm calls "
-                   "only; default: vectorised loops call glibc's libmvec)")
+    p.add_argument("--no-vector-math", dest="vector_math", action="store_false", default=None,
+                   help="Python functions: the derivative as compiled with vector_math=False "
+                   "(scalar libm calls only; default: vectorised loops call glibc's libmvec)")
     p.add_argument("--cfg", metavar="FILE", help="also write control-flow graphs of primal and "
                    "derivative: FILE.dot, or FILE.svg / FILE.png (needs Graphviz)")
     p.add_argument("--output", "-o", metavar="FILE", help="write the stage text to FILE")

@@ -54,7 +54,8 @@ def inspect(target, activities=None, mode: str | None = None, *, stage: str = "d
       "optimized" (after O3), "tape" (reverse mode: what is taped, spilled or recomputed;
       `sizes` maps loop-size names to numbers for totals) or "all".
     vector_math: as for `derive_diff` (shows in "optimized": calls of libmvec's `_ZGV...`);
-      None: the setting of a given `@autodiff` / `derive_diff` object, else True.
+      None: the setting of a given `@autodiff` / `derive_diff` object, True for other Python
+      targets, False for IR files (the C front end compiles without it).
     mode, ret, return_primal, width: as for `derive_diff`.
     Errors: `ActivityError`, `UnsupportedError` (naming the construct and Python file:line),
     `InvalidIRError`, or `InspectionError` for a bad request.
@@ -89,10 +90,17 @@ def inspection(target, activities=None, mode: str | None = None, *, types=None,
             raise InspectionError("func/--func names a function of an IR file; for Python "
                                   "give MODULE:FUNC")
         t = python_target(target, activities, mode, types, ret, return_primal, width)
-    if vector_math is None:
-        derivative = getattr(target, "derivative", None) or target    # @autodiff or not
-        vector_math = getattr(getattr(derivative, "enzyme", None), "vector_math", True)
+    vector_math = _vector_math_of(target) if vector_math is None else vector_math
     return Inspection(t, sizes or {}, vector_math)
+
+
+def _vector_math_of(target) -> bool:
+    """`vector_math` by default: a derivative's own setting; True for other Python targets
+    (as `derive_diff` compiles them); False for IR (the C front end compiles without it)."""
+    if is_ir_source(target):
+        return False
+    derivative = getattr(target, "derivative", None) or target    # @autodiff or not
+    return getattr(getattr(derivative, "enzyme", None), "vector_math", True)
 
 
 class Inspection:

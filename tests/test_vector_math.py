@@ -304,3 +304,13 @@ def test_derivative_of_an_annotated_derivative():
     hvp(x, hx, np.ones_like(x))            # the Hessian is diagonal: H @ 1 is its diagonal
     exact = np.exp(np.sin(x)) * (np.cos(x) ** 2 - np.sin(x))
     np.testing.assert_allclose(hx, exact, rtol=1e-13, atol=1e-14)
+
+
+def test_ir_files_are_inspected_as_the_c_front_end_compiles_them():
+    """IR targets (the C front end compiles without vector math) default to scalar libm."""
+    args = ("tests/cli/kernels.ll", ["dup", "dup", "active", "const"])
+    off = inspect(*args, func="axpy", stage="optimized")
+    assert "vector-function-abi-variant" not in off and vector_calls(off) == []
+    if HAS_LIBMVEC:
+        on = inspect(*args, func="axpy", stage="optimized", vector_math=True)
+        assert "vector-function-abi-variant" in on
