@@ -106,7 +106,9 @@ def annotate(module_text: str) -> str:
         return module_text
     next_group = 1 + max((int(n) for n in re.findall(r"#(\d+)", module_text)), default=0)
     groups, declared = [], {}
-    for callee, (ty, variants) in table.items():
+    called = set(re.findall(r"\bcall [^@\n]*@([\w.]+)\(", module_text))
+    for callee in sorted(called.intersection(table)):
+        ty, variants = table[callee]
         pattern = re.compile(r"(call[^@\n]*\b" + re.escape(ty) + r" @" + re.escape(callee)
                              + r"\([^()\n]*\))( #\d+)?")
         if not pattern.search(module_text):
