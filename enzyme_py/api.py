@@ -35,7 +35,7 @@ _stub_ids = itertools.count()
 
 def derive_diff(f, name: str | None, activities, mode: str = "reverse", *,
                 ret: str | tuple[str, ...] | None = None, return_primal: bool = False,
-                width: int = 1) -> Dispatcher:
+                width: int = 1, vector_math: bool = True) -> Dispatcher:
     """The derivative of `f` (a Python function or `numba.njit` dispatcher), as a Numba
     dispatcher named `name` (default `d_<f's name>`).
 
@@ -69,6 +69,10 @@ def derive_diff(f, name: str | None, activities, mode: str = "reverse", *,
     Python and from `@njit` code (e.g. an optimisation loop). Exceptions the function raises
     are raised by `df` too.
 
+    `vector_math=True` (default): loops of the derivative that LLVM vectorises call glibc's
+    libmvec for sin, cos, exp, log, pow, tanh, ... (x86-64 Linux; elsewhere nothing changes).
+    Results may differ from scalar libm by up to 4 ulp; `vector_math=False` keeps scalar libm.
+
     Errors: `ActivityError` (a ValueError) for a bad specification, raised here, or at the
     first call when it depends on types (e.g. an int passed for an "active" float);
     `ArgumentError` (an ActivityError) at a call whose arguments do not fit: missing
@@ -82,7 +86,9 @@ def derive_diff(f, name: str | None, activities, mode: str = "reverse", *,
     spec = parse_spec(primal.py_func, activities, mode, ret, width, return_primal,
                       inner.argument_labels() if inner is not None else None)
     name = name or f"d_{primal.py_func.__name__}"
-    specializer = Specializer(primal, name, spec)
+    if not isinstance(vector_math, bool):
+        raise TypeError(f"vector_math must be True or False, not {vector_math!r}")
+    specializer = Specializer(primal, name, spec, vector_math)
     params = specializer.wrapper_params()
     if spec.split:
         fwd = _dispatcher(f"{name}_fwd", specializer, specializer.build_forward_half,
@@ -138,11 +144,13 @@ def _ident(name: str) -> str:
 
 class autodiff:
     """`@autodiff(mode="reverse", args=("dup", "const"), name=None, ret=None,
-    return_primal=False, width=1, **njit_options)`: a primal that knows its derivative.
+    return_primal=False, width=1, vector_math=True, **njit_options)`: a primal that knows its
+    derivative.
 
     Decorates a plain Python function (compiled with `numba.njit(**njit_options)`) or an
     existing njit dispatcher. Calling the result runs the primal; `.derivative` is what
-    `derive_diff(f, name or "d_<f>", args, mode, ret=..., return_primal=..., width=...)`
+    `derive_diff(f, name or "d_<f>", args, mode, ret=..., return_primal=..., width=...,
+    vector_math=...)`
     returns (see `derive_diff` for activities, calling conventions and errors);
     `.inspect(stage)` returns the IR text of a stage ("primal", "preprocessed", "activity",
     "derivative", "optimized") for every signature the derivative was called with so far.
@@ -151,9 +159,9 @@ class autodiff:
 
     def __init__(self, fn=None, *, mode: str = "reverse", args=None, name: str | None = None,
                  ret=None, return_primal: bool = False, width: int = 1,
-                 **njit_options) -> None:
+                 vector_math: bool = True, **njit_options) -> None:
         self._options = dict(mode=mode, args=args, name=name, ret=ret,
-                             return_primal=return_primal, width=width)
+                             return_primal=return_primal, width=width, vector_math=vector_math)
         self._njit_options = njit_options
         self.primal = None
         self.derivative = None
@@ -168,7 +176,7 @@ class autodiff:
         pyname = self.primal.py_func.__name__
         self.derivative = derive_diff(self.primal, o["name"] or f"d_{pyname}", o["args"],
                                       o["mode"], ret=o["ret"], return_primal=o["return_primal"],
-                                      width=o["width"])
+                                      width=o["width"], vector_math=o["vector_math"])
         functools.update_wrapper(self, self.primal.py_func)
 
     def __call__(self, *args):

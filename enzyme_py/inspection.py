@@ -40,7 +40,7 @@ __all__ = ["STAGES", "Inspection", "InspectionError", "Target", "check_cfg_path"
 def inspect(target, activities=None, mode: str | None = None, *, stage: str = "derivative",
             types=None, func: str | None = None, abi: str = "auto", ret: str | None = None,
             return_primal: bool = False, width: int = 1, canonicalize: bool = True,
-            sizes: Mapping[str, int] | None = None) -> str:
+            sizes: Mapping[str, int] | None = None, vector_math: bool | None = None) -> str:
     """The IR text of `stage` for differentiating `target`; nothing is compiled or linked.
 
     target: a Python function, njit dispatcher, `@autodiff` object or `derive_diff` result,
@@ -53,19 +53,23 @@ def inspect(target, activities=None, mode: str | None = None, *, stage: str = "d
       primal annotated with activities per instruction and Python line), "derivative",
       "optimized" (after O3), "tape" (reverse mode: what is taped, spilled or recomputed;
       `sizes` maps loop-size names to numbers for totals) or "all".
+    vector_math: as for `derive_diff` (shows in "optimized": calls of libmvec's `_ZGV...`);
+      None: the setting of a given `@autodiff` / `derive_diff` object, True for other Python
+      targets, False for IR files (the C front end compiles without it).
     mode, ret, return_primal, width: as for `derive_diff`.
     Errors: `ActivityError`, `UnsupportedError` (naming the construct and Python file:line),
     `InvalidIRError`, or `InspectionError` for a bad request.
     """
     return inspection(target, activities, mode, types=types, func=func, abi=abi, ret=ret,
                       return_primal=return_primal, width=width, canonicalize=canonicalize,
-                      sizes=sizes).text(stage)
+                      sizes=sizes, vector_math=vector_math).text(stage)
 
 
 def inspection(target, activities=None, mode: str | None = None, *, types=None,
                func: str | None = None, abi: str = "auto", ret: str | None = None,
                return_primal: bool = False, width: int = 1, canonicalize: bool = True,
-               sizes: Mapping[str, int] | None = None) -> Inspection:
+               sizes: Mapping[str, int] | None = None,
+               vector_math: bool | None = None) -> Inspection:
     """An `Inspection` of `target` (stages are computed on demand and cached).
 
     `canonicalize=False` (IR files only) differentiates the function as given after inlining
@@ -86,17 +90,28 @@ def inspection(target, activities=None, mode: str | None = None, *, types=None,
             raise InspectionError("func/--func names a function of an IR file; for Python "
                                   "give MODULE:FUNC")
         t = python_target(target, activities, mode, types, ret, return_primal, width)
-    return Inspection(t, sizes or {})
+    vector_math = _vector_math_of(target) if vector_math is None else vector_math
+    return Inspection(t, sizes or {}, vector_math)
+
+
+def _vector_math_of(target) -> bool:
+    """`vector_math` by default: a derivative's own setting; True for other Python targets
+    (as `derive_diff` compiles them); False for IR (the C front end compiles without it)."""
+    if is_ir_source(target):
+        return False
+    derivative = getattr(target, "derivative", None) or target    # @autodiff or not
+    return getattr(getattr(derivative, "enzyme", None), "vector_math", True)
 
 
 class Inspection:
     """Every stage of one differentiation (`pipeline.Stages`), each with its header."""
 
-    def __init__(self, target: Target, sizes: Mapping[str, int]) -> None:
+    def __init__(self, target: Target, sizes: Mapping[str, int],
+                 vector_math: bool = True) -> None:
         self.target = target
         self.spec = target.spec
         self.sizes = dict(sizes)
-        self.stages = Stages(target)
+        self.stages = Stages(target, vector_math)
 
     def text(self, stage: str = "derivative") -> str:
         """The header and text of `stage` ("all": every stage in order)."""

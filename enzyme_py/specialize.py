@@ -41,10 +41,12 @@ class SplitBuilt:
 
 
 class Specializer:
-    def __init__(self, primal, name: str, spec: ActivitySpec) -> None:
+    def __init__(self, primal, name: str, spec: ActivitySpec,
+                 vector_math: bool = True) -> None:
         self.primal = primal
         self.name = name
         self.spec = spec
+        self.vector_math = vector_math
         self.stages: dict[tuple, Stages] = {}
         self._derived: dict[tuple, Built | Exception] = {}
 
@@ -175,7 +177,7 @@ class Specializer:
         target = numba_target(self.primal, self.spec, primal_types, symbol)
         check_differentiates_something(self.spec, target.facts.capture, target.spec.ret,
                                        self.primal.py_func.__name__)
-        stages = Stages(target)
+        stages = Stages(target, self.vector_math)
         text = stages.module_text              # synthesized and verified here, once
         self.stages[primal_types] = stages
         return Built(text, symbol, target.facts.restype, (target.facts.capture.library,))
@@ -189,7 +191,7 @@ class Specializer:
                                        self.primal.py_func.__name__)
         target = dataclasses.replace(target, spec=dataclasses.replace(
             target.spec, split=SplitSpec(names[0], names[1], ident)))
-        stages = Stages(target)
+        stages = Stages(target, self.vector_math)
         text = stages.module_text
         self.stages[primal_types] = stages
         linked = (target.facts.capture.library,)

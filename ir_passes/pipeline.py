@@ -16,6 +16,7 @@ Stages (`STAGES`; API.md's names are aliases: "primal" is "raw", "preprocessed" 
   activity    the primal annotated per instruction, then per Python source line
   derivative  the synthesized derivative function
   optimized   the derivative's module after `ir_passes.canonicalize.optimize` (O3)
+              (with `vector_math`, calls to libm functions marked for libmvec as linked)
   tape        reverse mode: per value, taped, spilled or recomputed instead
 """
 from __future__ import annotations
@@ -35,6 +36,7 @@ from .ir.parser import parse_module
 from .ir.printer import print_function
 from .ir.values import Function, Module
 from .source_lines import source_summary
+from .vector_math import annotate
 
 __all__ = ["ALIASES", "STAGES", "StageError", "Stages", "Target", "derivative_symbol",
            "stage_name"]
@@ -73,11 +75,14 @@ class Target:
 
 
 class Stages:
-    """Every stage of one differentiation; each is computed once, when first asked for."""
+    """Every stage of one differentiation; each is computed once, when first asked for.
+    `vector_math`: the linked module calls glibc's libmvec where LLVM vectorises a loop
+    holding math calls (`vector_math.annotate`; a no-op on hosts without libmvec)."""
 
-    def __init__(self, target: Target) -> None:
+    def __init__(self, target: Target, vector_math: bool = False) -> None:
         self.target = target
         self.spec = target.spec
+        self.vector_math = vector_math
 
     def text(self, stage: str, sizes: Mapping[str, int] | None = None) -> str:
         """The text of `stage` (aliases allowed); `sizes` give the tape's totals."""
@@ -123,10 +128,11 @@ class Stages:
     def derivative(self) -> Function:
         return self.synthesized[1]
 
-    @property
+    @functools.cached_property
     def module_text(self) -> str:
         """The derivative's verified module, as it is linked."""
-        return self.synthesized[2]
+        text = self.synthesized[2]
+        return annotate(text) if self.vector_math else text
 
     @functools.cached_property
     def optimized(self) -> str:
