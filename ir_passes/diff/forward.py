@@ -34,6 +34,7 @@ from .common import (check_pointer_to_int, check_reinterpretation, check_store,
                      refuse_known_problem_calls, rule_for, scale, unknown_shadow_pointer)
 from ..known.memory import (INERT_CALLS, NRT_DATA, NRT_RAW_ALLOC, NRT_RAW_FREE,
                             is_memory_intrinsic, memory_intrinsic_kind, pointer_base)
+from ..known.array_layout import DATA, MEMINFO, PARENT
 from .forward_returns import complete_tangent
 from .returns import pack_results, release_arrays, return_slot
 from .rules.emitter import MathEmitter
@@ -110,12 +111,12 @@ class _Forward:
                 continue
             sargs = self.sig.shadow_args[p.name]
             if p.is_array and k == 1:     # meminfo and parent: a returned view's tangent
-                for i in (0, 1):
+                for i in (MEMINFO, PARENT):
                     self.meminfo_shadows[self.primal.args[p.args[i]]] = sargs[i]
             if k == 1:
                 target = self.shadows if p.is_array else self.tangents
                 key = self.primal.args[p.data_arg if p.is_array else p.args[0]]
-                target[key] = sargs[4] if p.is_array else sargs[0]
+                target[key] = sargs[DATA] if p.is_array else sargs[0]
             elif p.is_array:
                 self.shadows[self.primal.args[p.data_arg]] = self._lane_pointers(sargs)
             else:
@@ -137,7 +138,7 @@ class _Forward:
     def _lane_pointers(self, array_args: list[Argument]) -> Value:
         """`<k x ptr>`: lane j points at data + j * stride0 of a shadow array."""
         b = self.b
-        data, stride = array_args[4], lane_stride(array_args)
+        data, stride = array_args[DATA], lane_stride(array_args)
         ptrs = [b.gep(IntType(8), data, [b.mul(stride, const_int(I64, j))])
                 for j in range(self.width)]
         return self._vector_of(ptrs)
@@ -480,7 +481,7 @@ class _Forward:
     def _write_tangent_lanes(self, lanes: Value) -> None:
         b = self.b
         out = self.sig.tangent_out
-        data, stride = out[4], lane_stride(out)
+        data, stride = out[DATA], lane_stride(out)
         for j in range(self.width):
             v = b.load(self.slot.type, b.extractelement(lanes, j))
             if v.type != DOUBLE:  # the tangent array is always float64

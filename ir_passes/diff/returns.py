@@ -16,10 +16,9 @@ from ..diagnostics import Diagnostics
 from ..ir.builder import Builder, declare
 from ..ir.types import I32, PTR, VOID, ArrayType, StructType, Type
 from ..ir.values import Argument, Constant, Function, Instruction, Module, Value, const_int
+from ..known.array_layout import MEMINFO
 from .spec import DiffSpec, ReturnLeaf
 
-# Fields of Numba's array struct {meminfo, parent, nitems, itemsize, data, shape, strides}.
-MEMINFO, PARENT, NITEMS, ITEMSIZE, DATA, SHAPE, STRIDES = range(7)
 
 
 @dataclass(frozen=True)
