@@ -26,7 +26,7 @@ from ir_passes.errors import ActivityError, InvalidIRError
 from ir_passes.ir.builder import Builder
 from ir_passes.ir.parser import parse_module
 from ir_passes.ir.printer import print_module
-from ir_passes.ir.types import (I32, I64, PTR, ArrayType, FloatType, FunctionType, IntType,
+from ir_passes.ir.types import (I32, PTR, ArrayType, FloatType, FunctionType, IntType,
                                 StructType, Type)
 from ir_passes.ir.values import Function, Module, const_int
 from ir_passes.known.array_layout import DATA, exploded_count, exploded_ndim, exploded_types

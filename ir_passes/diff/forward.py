@@ -33,6 +33,8 @@ from .common import (check_pointer_to_int, check_reinterpretation, check_store,
                      describe_memory, fast_math_of, mixed_memory_error,
                      refuse_known_problem_calls, rule_for, scale, unknown_shadow_pointer)
 from .forward_returns import complete_tangent
+from .lanes import gather, lane_pointers, vector_of
+from .lanes import lane as lane_of
 from .returns import pack_results, release_arrays, return_slot
 from .rules.emitter import MathEmitter
 from .seeds import activity_seeds
@@ -119,7 +121,7 @@ class _Forward:
                 self.shadows[self.primal.args[p.data_arg]] = self._lane_pointers(sargs)
             else:
                 arg = self.primal.args[p.args[0]]
-                self.tangents[arg] = self._gather(arg.type, self._lane_pointers(sargs))
+                self.tangents[arg] = gather(self.b, arg.type, self._lane_pointers(sargs), k)
         retptr = self.primal.args[self.spec.retptr]
         self.slot_ptr = b.alloca(self.slot.type, "ret.slot")
         self.vmap[retptr] = self.slot_ptr
@@ -131,21 +133,11 @@ class _Forward:
             else:
                 ptrs = [b.gep(ArrayType(k, self.slot.type), lanes, [const_int(I64, 0),
                               const_int(I64, j)]) for j in range(k)]
-                self.shadows[retptr] = self._vector_of(ptrs)
+                self.shadows[retptr] = vector_of(self.b, ptrs)
 
     def _lane_pointers(self, array_args: list[Argument]) -> Value:
         """`<k x ptr>`: lane j points at data + j * stride0 of a shadow array."""
-        b = self.b
-        data, stride = array_args[DATA], lane_stride(array_args)
-        ptrs = [b.gep(IntType(8), data, [b.mul(stride, const_int(I64, j))])
-                for j in range(self.width)]
-        return self._vector_of(ptrs)
-
-    def _vector_of(self, elems: list[Value]) -> Value:
-        vec: Value = Constant(VectorType(len(elems), elems[0].type), "poison")
-        for j, e in enumerate(elems):
-            vec = self.b.insertelement(vec, e, j)
-        return vec
+        return lane_pointers(self.b, array_args[DATA], lane_stride(array_args), self.width)
 
     # ------------------------------------------------------------ per instruction
     def _visit(self, inst: Instruction) -> None:
@@ -263,9 +255,7 @@ class _Forward:
     def _lanes_of(self, data: Value, meminfo: Value) -> Value:
         if self.width == 1:
             return data
-        size = self.alloc_sizes[meminfo]
-        return self._vector_of([self.b.gep(IntType(8), data, [self.b.mul(size, const_int(I64, j))])
-                                for j in range(self.width)])
+        return lane_pointers(self.b, data, self.alloc_sizes[meminfo], self.width)
 
     def _shadow_of(self, ptr: Value, user: Instruction) -> Value:
         s = self.shadows.get(ptr)
@@ -285,7 +275,7 @@ class _Forward:
             term = self.fn.entry.instructions.pop()
             ptrs = [b.gep(lanes, shadow, [const_int(I64, 0), const_int(I64, j)])
                     for j in range(self.width)]
-            vec = self._vector_of(ptrs)
+            vec = vector_of(self.b, ptrs)
             self.fn.entry.append(term)
         return vec
 
@@ -296,11 +286,7 @@ class _Forward:
                                         inst, "avoid reinterpreting float arrays as integers")
         if self.width == 1:
             return self.b.load(inst.type, ptr, align=inst.align)
-        return self._gather(inst.type, ptr)
-
-    def _gather(self, t: Type, ptrs: Value) -> Value:
-        lanes = [self.b.load(t, self.b.extractelement(ptrs, j)) for j in range(self.width)]
-        return self._vector_of(lanes)
+        return gather(self.b, inst.type, ptr, self.width)
 
     def _only_stored(self, inst: Instruction) -> bool:
         return all(u.opcode == "store" and u.operands[0] is inst
@@ -348,8 +334,8 @@ class _Forward:
         if role in (Role.INCREF, Role.DECREF) and owner in self.meminfo_shadows:
             mirror_refcount(self.b, self.module, inst, self.meminfo_shadows[owner])
         if role is Role.RAW_FREE and owner in self.shadows:
-            return free_raw(self.b, self.module, self._lane(self.shadows[owner], 0))
-        touches = [op for op in inst.operands if op in self.info.shadowed or op in self.info.varied]
+            return free_raw(self.b, self.module, self.shadow(owner, 0))
+        touches = any(op in self.info.shadowed or op in self.info.varied for op in inst.operands)
         if not touches or record is not None and record.inert:
             return
         if record is None or record.forward is None:
@@ -369,7 +355,7 @@ class _Forward:
         return self._map(v)
 
     def shadow(self, ptr: Value, lane: int) -> Value:
-        return self._lane(self.shadows[ptr], lane)
+        return lane_of(self.b, self.shadows[ptr], lane, self.width)
 
     def entry_alloca(self, t: Type, init: Value | None = None, name: str | None = None) -> Value:
         """A stack slot made in the entry block (before its terminator), optionally set."""
@@ -380,9 +366,6 @@ class _Forward:
                 b.store(init, slot)
             self.fn.entry.append(term)
         return slot
-
-    def _lane(self, shadow: Value, j: int) -> Value:
-        return shadow if self.width == 1 else self.b.extractelement(shadow, j)
 
     # ------------------------------------------------------------ control flow
     def _phi(self, inst: Instruction) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..errors import ActivityError
-from ..ir.types import I32, I64, PTR, FunctionType, Type
+from ..ir.types import I32, PTR, FunctionType, Type
 from ..ir.values import Argument, Function
 from ..known.array_layout import exploded_types, stride_args
 from .spec import DiffSpec, ParamSpec
