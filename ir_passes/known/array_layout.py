@@ -4,8 +4,8 @@ As a struct value: `{meminfo, parent, nitems, itemsize, data, [ndim x i64] shape
 [ndim x i64] strides}` (fields `MEMINFO` .. `STRIDES`). Exploded into function arguments
 (Numba's calling convention, and the shadow arguments of derivatives): `meminfo, parent,
 nitems, itemsize, data, shape[0..ndim), strides[0..ndim)`, i.e. `exploded_count(ndim)`
-arguments with the data pointer at `DATA`, extent k at `shape_arg(k)` and the byte stride
-of axis k at `stride_arg(ndim, k)`.
+arguments with the data pointer at `DATA`, the extents (`shape_args`, extent k at
+`shape_arg(k)`), then the byte strides (`stride_args`).
 """
 from __future__ import annotations
 
@@ -36,11 +36,6 @@ def exploded_types(ndim: int) -> list[Type]:
 def shape_arg(k: int) -> int:
     """Position of extent k among an exploded array's arguments."""
     return HEADER + k
-
-
-def stride_arg(ndim: int, k: int) -> int:
-    """Position of the byte stride of axis k among an exploded array's arguments."""
-    return HEADER + ndim + k
 
 
 def shape_args(args: Sequence[_T]) -> Sequence[_T]:

@@ -162,11 +162,6 @@ def runtime_call(role: Role) -> KnownCall:
     return found
 
 
-def is_inert(name: str | None) -> bool:
-    record = known_call(name)
-    return record is not None and record.inert
-
-
 def written_arguments(inst: Instruction) -> list[Value]:
     """The pointer arguments a call may write through."""
     record = call_record(inst)
