@@ -4,7 +4,8 @@
 reads the module, names its unnamed values (`named`), and builds the `DiffSpec`. Two ABIs:
 * "numba": `i32 @f(ptr %retptr, ptr %excinfo, ...)` as Numba emits it. Activities map to
   the parameters after retptr/excinfo; arguments named `arg.<p>.<k>` (Numba's names) are
-  grouped per Python parameter, and a group of 5 + 2*ndim arguments is an array.
+  grouped per Python parameter, and a group of `exploded_count(ndim)` arguments (5 + 2*ndim,
+  see ir_passes/known/array_layout.py) is an array.
 * "c": plain C functions `double f(double, ...)`, `void f(double *, ...)`: one activity per
   LLVM parameter. The synthesizers expect Numba's ABI, so a shim
   `i32 @f.enzyme_abi(ptr %retptr, ptr %excinfo, ...)` is built (with our `Builder`) that calls
@@ -25,9 +26,10 @@ from ir_passes.errors import ActivityError, InvalidIRError
 from ir_passes.ir.builder import Builder
 from ir_passes.ir.parser import parse_module
 from ir_passes.ir.printer import print_module
-from ir_passes.ir.types import (I32, I64, PTR, ArrayType, FloatType, FunctionType, IntType,
+from ir_passes.ir.types import (I32, PTR, ArrayType, FloatType, FunctionType, IntType,
                                 StructType, Type)
 from ir_passes.ir.values import Function, Module, const_int
+from ir_passes.known.array_layout import DATA, exploded_count, exploded_ndim, exploded_types
 from ir_passes.pipeline import Target, derivative_symbol
 
 from .sources import InspectionError, ir_error, read_ir
@@ -154,8 +156,8 @@ def _numba_abi_params(fn: Function, acts: list[Activity]) -> list[ParamSpec]:
         n = len(idx)
         if n == 1:
             params.append(ParamSpec(pname, Activity.CONST, (idx[0],)))
-        elif n >= 5 and (n - 5) % 2 == 0 and fn.args[idx[4]].type == PTR:
-            params.append(ParamSpec(pname, Activity.CONST, tuple(idx), (n - 5) // 2))
+        elif exploded_ndim(n) is not None and fn.args[idx[DATA]].type == PTR:
+            params.append(ParamSpec(pname, Activity.CONST, tuple(idx), exploded_ndim(n)))
         else:                               # a tuple or struct: one parameter per argument
             params += [ParamSpec(f"{pname}.{k}", Activity.CONST, (i,)) for k, i in enumerate(idx)]
     if len(acts) != len(params):
@@ -185,11 +187,11 @@ def _c_abi_shim(module: Module, fn: Function, acts: list[Activity],
         pname = arg.name or f"arg{k}"
         start = len(types_)
         if arg.type.is_pointer and act.has_shadow:   # a 0-d array: only `data` is used
-            types_ += [PTR, PTR, I64, I64, PTR]
+            types_ += exploded_types(0)
             names += [f"{pname}.meminfo", f"{pname}.parent", f"{pname}.nitems",
                       f"{pname}.itemsize", pname]
-            params.append(ParamSpec(pname, act, tuple(range(start, start + 5)), 0))
-            call_args.append(start + 4)
+            params.append(ParamSpec(pname, act, tuple(range(start, start + exploded_count(0))), 0))
+            call_args.append(start + DATA)
         elif isinstance(arg.type, (FloatType, IntType)) or arg.type.is_pointer:
             types_.append(arg.type)
             names.append(pname)

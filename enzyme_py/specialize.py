@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from numba import types
 
 from ir_passes.diff.reverse.plan import written_bases
-from ir_passes.diff.spec import ARRAY_DATA, Activity, SplitSpec
+from ir_passes.diff.spec import Activity, SplitSpec
 from ir_passes.errors import ArgumentError
+from ir_passes.known.array_layout import DATA as ARRAY_DATA
 from ir_passes.ir.parser import parse_module
 from ir_passes.pipeline import Stages, derivative_symbol, stage_name
 

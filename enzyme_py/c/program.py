@@ -4,24 +4,30 @@ The pass inlines every callee into the function it differentiates, so a call gra
 cycle (recursion) cannot be handled: `check_supported` refuses it at the recursive call, naming
 its C source line, before the inliner would fail without one.
 
-The pass gives shadows to the runtime's raw allocations (`NRT_Allocate` / `NRT_Free`, what
-Numba's temporaries use), so `use_runtime_allocator` renames C's `malloc` / `free` calls to
-them before differentiation and `define_runtime_allocator` defines them by `malloc` / `free`
-in the derivative's module: heap memory allocated inside the function gets a shadow.
+The pass gives shadows to the raw allocations of the runtime registered with it (roles
+RAW_ALLOC / RAW_FREE: `NRT_Allocate` / `NRT_Free`, what Numba's temporaries use, registered by
+the Numba front end this package imports), so `use_runtime_allocator` renames C's `malloc` /
+`free` calls to them before differentiation and `define_runtime_allocator` defines them by
+`malloc` / `free` in the derivative's module: heap memory allocated inside the function gets
+a shadow.
 """
 from __future__ import annotations
 
 from ir_passes.diagnostics import Diagnostics
 from ir_passes.errors import ActivityError, UnsupportedError
-from ir_passes.known.memory import NRT_RAW_ALLOC, NRT_RAW_FREE
 from ir_passes.ir.builder import Builder, declare
-from ir_passes.ir.types import I64, PTR, VOID
+from ir_passes.ir.types import I64, PTR, VOID, Type
 from ir_passes.ir.values import Function, GlobalRef, Instruction, Module
+from ir_passes.known.model import Role, runtime_call
 
 __all__ = ["check_supported", "define_runtime_allocator", "primal_function",
            "use_runtime_allocator"]
 
-_ALLOCATOR = {"malloc": (NRT_RAW_ALLOC, PTR, [I64]), "free": (NRT_RAW_FREE, VOID, [PTR])}
+
+def _allocator() -> dict[str, tuple[str, Type, list[Type]]]:
+    """C's allocator -> (the registered runtime function, its result and parameter types)."""
+    return {"malloc": (runtime_call(Role.RAW_ALLOC).name, PTR, [I64]),
+            "free": (runtime_call(Role.RAW_FREE).name, VOID, [PTR])}
 
 
 def primal_function(module: Module, name: str) -> Function:
@@ -66,9 +72,10 @@ def _recursion(module: Module, caller: Function, call: Instruction,
 
 def use_runtime_allocator(module: Module) -> None:
     """Calls to `malloc` / `free` become calls to `NRT_Allocate` / `NRT_Free`."""
+    allocator = _allocator()
     for fn in list(module.functions.values()):
         for inst in fn.instructions():
-            renamed = _ALLOCATOR.get(inst.callee_name or "") if inst.opcode == "call" else None
+            renamed = allocator.get(inst.callee_name or "") if inst.opcode == "call" else None
             if renamed is not None:
                 name, ret, params = renamed
                 declare(module, name, ret, params)
@@ -78,7 +85,7 @@ def use_runtime_allocator(module: Module) -> None:
 
 def define_runtime_allocator(module: Module) -> None:
     """Define the `NRT_Allocate` / `NRT_Free` that `module` declares as `malloc` / `free`."""
-    for libc, (name, ret, params) in _ALLOCATOR.items():
+    for libc, (name, ret, params) in _allocator().items():
         fn = module.functions.get(name)
         if fn is None or not fn.is_declaration:
             continue

@@ -193,7 +193,7 @@ class ParamLayout:
     """A Python parameter and the indices of its exploded arguments in the LLVM signature.
 
     Index 0 is the return pointer, 1 the excinfo pointer; an array parameter explodes into
-    5 + 2*ndim arguments (meminfo, parent, nitems, itemsize, data, shape..., strides...).
+    `exploded_count(ndim)` arguments (ir_passes/known/array_layout.py).
     """
     name: str
     numba_type: Any

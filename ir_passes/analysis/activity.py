@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from ..ir.printer import print_function
 from ..ir.types import ArrayType, FloatType, IntType, StructType, Type, VectorType
 from ..ir.values import Argument, Function, Instruction, Value
-from ..known.blas import dot_operands, is_dot
-from ..known.memory import NRT_DATA, NRT_RAW_ALLOC, is_memory_intrinsic, pointer_base
+from ..known.memory import pointer_base
+from ..known.model import Flow, call_record, is_local_allocation
 from .pointer_stores import PointerStores, is_pointer_like
 
 # Opcodes whose (float) result is varied if any operand is.
@@ -109,23 +109,25 @@ def _local_memory_receiving(inst: Instruction, varied: set[Value],
     if inst.opcode == "store":
         value, ptr = inst.operands
         active = value in varied
-    elif inst.opcode == "call" and is_memory_intrinsic(inst.callee_name or ""):
-        ptr, src = inst.operands[0], inst.operands[1]
-        active = src in shadowed
-    elif is_dot(inst):
-        _, x, y, ptr = dot_operands(inst)
-        active = x in shadowed or y in shadowed
+    elif (flow := _flow(inst)) is not None:       # a known call moving values into memory
+        ptr = inst.operands[flow.dest]
+        active = any(inst.operands[i] in shadowed for i in flow.sources)
     else:
         return []
     base = local_memory_base(ptr)
     return [base] if active and base is not None else []
 
 
+def _flow(inst: Instruction) -> Flow | None:
+    record = call_record(inst)
+    return record.flow if record is not None else None
+
+
 def local_memory_base(ptr: Value) -> Instruction | None:
-    """The alloca or NRT data pointer `ptr` addresses, if it addresses function-local memory."""
+    """The alloca, or the call returning the memory of an owner or a raw buffer, that `ptr`
+    addresses, if it addresses function-local memory."""
     base = pointer_base(ptr)
-    if isinstance(base, Instruction) and (base.opcode == "alloca" or
-                                          base.callee_name in (NRT_DATA, NRT_RAW_ALLOC)):
+    if isinstance(base, Instruction) and (base.opcode == "alloca" or is_local_allocation(base)):
         return base
     return None
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from ..ir.types import ArrayType, StructType, Type, VectorType, align_of, size_of
 from ..ir.values import ConstInt, Function, Instruction, Value
-from ..known.memory import (NRT_CONSTRUCTORS, NRT_DATA, NRT_RAW_ALLOC, POINTER_NEUTRAL_CALLS,
-                            memory_intrinsic_kind, pointer_base)
+from ..known.memory import pointer_base
+from ..known.model import KnownCall, Role, call_record, role_of
 
 
 def is_pointer_like(t: Type) -> bool:
@@ -36,13 +36,16 @@ class PointerStores:
         if inst.opcode == "store":
             value, ptr = inst.operands
             return is_pointer_like(value.type) and value in shadowed and self._mark(ptr)
-        name = inst.callee_name or ""
-        if inst.opcode != "call" or name.startswith(POINTER_NEUTRAL_CALLS):
+        if inst.opcode != "call":
             return False
-        kind = memory_intrinsic_kind(name)
-        if kind is not None:
-            return kind == "copy" and self.may_hold(inst.operands[1]) and \
-                self._mark(inst.operands[0], whole=True)
+        record = call_record(inst)
+        source = _raw_copy_source(record)
+        if source is not None:
+            assert record is not None and record.flow is not None
+            return self.may_hold(inst.operands[source]) and \
+                self._mark(inst.operands[record.flow.dest], whole=True)
+        if record is not None and record.pointer_neutral:
+            return False
         # Any other call may copy pointers from one argument to another, or keep them.
         pointers = [op for op in inst.operands if is_pointer_like(op.type)]
         if not any(op in shadowed or self.may_hold(op) for op in pointers):
@@ -55,9 +58,8 @@ class PointerStores:
     def may_return(self, call: Instruction, shadowed: set[Value]) -> bool:
         """Whether pointer-returning `call` may return an address of shadowed memory: it is
         handed a shadowed pointer, or memory that may hold one, and is not known."""
-        name = call.callee_name or ""
-        if name.startswith((*POINTER_NEUTRAL_CALLS, *NRT_CONSTRUCTORS)) \
-                or memory_intrinsic_kind(name):
+        record = call_record(call)
+        if record is not None and (record.pointer_neutral or record.fresh):
             return False            # allocators return fresh memory
         return any(op in shadowed or self.may_hold(op)
                    for op in call.operands if is_pointer_like(op.type))
@@ -89,26 +91,25 @@ def local_memory(ptr: Value) -> tuple[Value | None, int | None]:
     base, offset = base_and_offset(ptr)
     if not isinstance(base, Instruction):
         return None, None
-    if base.opcode == "alloca" or base.callee_name == NRT_RAW_ALLOC:
+    if base.opcode == "alloca" or role_of(base) is Role.RAW_ALLOC:
         return base, offset
-    meminfo = base.operands[0] if base.callee_name == NRT_DATA else None
+    meminfo = base.operands[0] if role_of(base) is Role.HANDLE_DATA else None
     return (meminfo, offset) if _is_constructed(meminfo) else (None, None)
 
 
 def _is_constructed(v: Value | None) -> bool:
     """Whether `v` is a meminfo made by an NRT constructor in this function."""
-    return isinstance(v, Instruction) and (v.callee_name or "").startswith(NRT_CONSTRUCTORS)
+    return role_of(v) in (Role.HANDLE_ALLOC, Role.HANDLE_NEW)
 
 
 def _escaped_memory(fn: Function) -> set[Value]:
     """Local memory whose address is stored to memory or handed to a call that may keep it."""
     out: set[Value] = set()
     for inst in fn.instructions():
-        name = inst.callee_name or ""
+        record = call_record(inst)
         if inst.opcode == "store":
             candidates = [inst.operands[0]]
-        elif inst.opcode == "call" and not name.startswith(POINTER_NEUTRAL_CALLS) \
-                and memory_intrinsic_kind(name) is None:
+        elif inst.opcode == "call" and not (record is not None and record.pointer_neutral):
             candidates = list(inst.operands)
         else:
             continue
@@ -131,8 +132,8 @@ def never_reloaded(fn: Function, store: Instruction) -> bool:
     for inst in fn.instructions():
         if inst.opcode == "load" and is_pointer_like(inst.type):
             source = inst.operands[0]
-        elif memory_intrinsic_kind(inst.callee_name or "") == "copy":
-            source = inst.operands[1]
+        elif (copied := _raw_copy_source(call_record(inst))) is not None:
+            source = inst.operands[copied]
         else:
             continue
         m, o = local_memory(source)
@@ -188,5 +189,8 @@ def _field_offset(t: StructType, k: int) -> int:
     return offset
 
 
-
-
+def _raw_copy_source(record: KnownCall | None) -> int | None:
+    """The argument a known call copies bytes (pointers included) from, if it copies."""
+    if record is None or record.flow is None or not record.flow.raw:
+        return None
+    return record.flow.sources[0]

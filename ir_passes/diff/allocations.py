@@ -1,24 +1,23 @@
-"""Shadows of memory the primal allocates itself (arrays from Numba's runtime, NRT).
+"""Which owned allocations the primal makes need shadows (arrays from Numba's runtime, NRT).
 
-When active values are stored into an array allocated inside the function
-(`NRT_MemInfo_alloc_aligned` + `NRT_MemInfo_data_fast`), the derivative allocates a zeroed
-shadow of the same size next to it. Such an array may be returned (stored to the return
-slot, whose shadow slot then holds the shadow array), but not stored elsewhere or passed
-to calls. Forward mode mirrors the primal's reference counting on
-the shadow; reverse mode keeps the shadow alive until the reverse of the allocation, where it
-is released.
+When active values are stored into an array allocated inside the function (a call of role
+HANDLE_ALLOC, e.g. `NRT_MemInfo_alloc_aligned`, whose data a HANDLE_DATA call such as
+`NRT_MemInfo_data_fast` returns), the derivative allocates a zeroed shadow of the same size
+next to it (`shadows.py`). Such an array may be returned (stored to the return slot, whose
+shadow slot then holds the shadow array), but not stored elsewhere or passed to calls.
+Forward mode mirrors the primal's reference counting on the shadow; reverse mode keeps the
+shadow alive until the reverse of the allocation, where it is released.
 """
 from __future__ import annotations
 
 from ..analysis.activity import ActivityInfo
 from ..analysis.pointer_stores import never_reloaded
 from ..diagnostics import Diagnostics
-from ..ir.builder import Builder, declare
-from ..ir.types import I1, I8, I32, I64, PTR, VOID
-from ..ir.values import FALSE, Function, Instruction, Module, Value, const_int
-from ..known.memory import NRT_ALLOC, NRT_DATA, NRT_RAW_ALLOC, NRT_RAW_FREE, pointer_base
+from ..ir.values import Function, Instruction, Value
+from ..known.memory import pointer_base
+from ..known.model import Role, role_of
 
-_REFCOUNT = ("NRT_incref", "NRT_decref")
+_NOT_ESCAPING = (Role.HANDLE_DATA, Role.INCREF, Role.DECREF)
 
 
 def shadowed_allocations(fn: Function, info: ActivityInfo, diag: Diagnostics,
@@ -27,9 +26,9 @@ def shadowed_allocations(fn: Function, info: ActivityInfo, diag: Diagnostics,
     through the return slot `retptr`, when it is shadowed)."""
     allocs: set[Instruction] = set()
     for inst in fn.instructions():
-        if inst.callee_name == NRT_DATA and inst in info.shadowed:
+        if role_of(inst) is Role.HANDLE_DATA and inst in info.shadowed:
             meminfo = inst.operands[0]
-            if not (isinstance(meminfo, Instruction) and meminfo.callee_name in NRT_ALLOC):
+            if not (isinstance(meminfo, Instruction) and role_of(meminfo) is Role.HANDLE_ALLOC):
                 origin = meminfo.callee_name if isinstance(meminfo, Instruction) else None
                 raise diag.unsupported(
                     f"active data in memory allocated by '{origin or 'unknown'}' (the storage "
@@ -70,7 +69,7 @@ def _refuse_escapes(fn: Function, allocs: set[Instruction], diag: Diagnostics,
     merges = meminfo_merges(fn, allocs)
     meminfos = set(allocs) | set(merges)
     for inst in fn.instructions():
-        if inst in merges or inst.opcode == "icmp" or inst.callee_name in (NRT_DATA, *_REFCOUNT):
+        if inst in merges or inst.opcode == "icmp" or role_of(inst) in _NOT_ESCAPING:
             continue
         if inst.opcode == "store" and (_returned(inst, retptr, info) or never_reloaded(fn, inst)):
             continue
@@ -120,33 +119,3 @@ def _escape_message(fn: Function, inst: Instruction,
         return (what + "it is stored into memory (a tuple, a list, or an array-building helper "
                 "such as np.median or np.linalg.*)", inst, hint)
     return what + f"it flows into '{inst.opcode}'", inst, hint
-
-
-def allocate_shadow(b: Builder, module: Module, size: Value, align: Value) -> tuple[Value, Value]:
-    """Emit a zeroed allocation like the primal's; returns (meminfo, data pointer)."""
-    alloc = declare(module, NRT_ALLOC[0], PTR, [I64, I32])
-    meminfo = b.call(alloc, [size, align], PTR)
-    data = data_pointer(b, module, meminfo)
-    memset = declare(module, "llvm.memset.p0.i64", VOID, [PTR, I8, I64, I1])
-    b.call(memset, [data, const_int(I8, 0), size, FALSE], VOID)
-    return meminfo, data
-
-
-def allocate_raw_shadow(b: Builder, module: Module, size: Value) -> Value:
-    """A zeroed raw buffer like one from `NRT_Allocate`."""
-    data = b.call(declare(module, NRT_RAW_ALLOC, PTR, [I64]), [size], PTR)
-    memset = declare(module, "llvm.memset.p0.i64", VOID, [PTR, I8, I64, I1])
-    b.call(memset, [data, const_int(I8, 0), size, FALSE], VOID)
-    return data
-
-
-def free_raw(b: Builder, module: Module, data: Value) -> None:
-    b.call(declare(module, NRT_RAW_FREE, VOID, [PTR]), [data], VOID)
-
-
-def data_pointer(b: Builder, module: Module, meminfo: Value) -> Value:
-    return b.call(declare(module, NRT_DATA, PTR, [PTR]), [meminfo], PTR)
-
-
-def refcount(b: Builder, module: Module, name: str, meminfo: Value) -> None:
-    b.call(declare(module, name, VOID, [PTR]), [meminfo], VOID)

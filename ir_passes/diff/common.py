@@ -8,7 +8,8 @@ from ..errors import UnsupportedError
 from ..ir.builder import Builder
 from ..ir.values import Argument, ConstFloat, Function, Instruction, Value
 from ..known.calls import known_problem
-from ..known.memory import NRT_DATA, NRT_RAW_ALLOC, pointer_base
+from ..known.memory import pointer_base
+from ..known.model import is_local_allocation
 from .reverse.tape import TAPE_PREFIX
 from .rules import Rule, lookup
 from .rules.math import math_rule_name
@@ -129,7 +130,7 @@ def describe_memory(spec: DiffSpec, ptr: Value) -> str:
         p = spec.param_of_arg(base.index)
         if p is not None:
             return f"array '{p.name}' is {p.activity.value}"
-    if isinstance(base, Instruction) and base.callee_name in (NRT_DATA, NRT_RAW_ALLOC):
+    if is_local_allocation(base):
         return LOCAL_ARRAY
     if isinstance(base, Instruction) and base.opcode == "call":
         return f"memory returned by '{base.callee_name}'"

@@ -19,25 +19,26 @@ from ..analysis.activity import ActivityInfo, analyze_activity, carries_float
 from ..analysis.cfg import reverse_post_order
 from ..diagnostics import Diagnostics
 from ..errors import ActivityError
-from ..ir.builder import Builder, add_incoming, declare
+from ..ir.builder import Builder, add_incoming
 from ..ir.clone import clone_instruction
-from ..ir.types import (DOUBLE, I64, PTR, VOID, ArrayType, FloatType, IntType, StructType, Type,
+from ..ir.types import (DOUBLE, I64, PTR, ArrayType, FloatType, IntType, StructType, Type,
                         VectorType)
 from ..ir.values import (Argument, Block, Constant, Function, Instruction, Module,
                          Value, const_int, zero)
-from .allocations import (allocate_raw_shadow, allocate_shadow, data_pointer, free_raw, refcount,
-                          shadowed_allocations)
-from .allocations import meminfo_merges
-from ..known.blas import DOT, dot_operands, dot_type, is_dot
+from ..known.array_layout import DATA, MEMINFO, PARENT
+from ..known.memory import pointer_base
+from ..known.model import Role, call_record, role_of
+from .allocations import meminfo_merges, shadowed_allocations
 from .common import (check_pointer_to_int, check_reinterpretation, check_store,
                      describe_memory, fast_math_of, mixed_memory_error,
                      refuse_known_problem_calls, rule_for, scale, unknown_shadow_pointer)
-from ..known.memory import (INERT_CALLS, NRT_DATA, NRT_RAW_ALLOC, NRT_RAW_FREE,
-                            is_memory_intrinsic, memory_intrinsic_kind, pointer_base)
 from .forward_returns import complete_tangent
+from .lanes import gather, lane_pointers, vector_of
+from .lanes import lane as lane_of
 from .returns import pack_results, release_arrays, return_slot
 from .rules.emitter import MathEmitter
 from .seeds import activity_seeds
+from .shadows import (allocate_shadow, call_shadow, derived_shadow, free_raw, mirror_refcount)
 from .signature import build_signature, lane_stride
 from .spec import Activity, DiffSpec
 
@@ -110,17 +111,17 @@ class _Forward:
                 continue
             sargs = self.sig.shadow_args[p.name]
             if p.is_array and k == 1:     # meminfo and parent: a returned view's tangent
-                for i in (0, 1):
+                for i in (MEMINFO, PARENT):
                     self.meminfo_shadows[self.primal.args[p.args[i]]] = sargs[i]
             if k == 1:
                 target = self.shadows if p.is_array else self.tangents
                 key = self.primal.args[p.data_arg if p.is_array else p.args[0]]
-                target[key] = sargs[4] if p.is_array else sargs[0]
+                target[key] = sargs[DATA] if p.is_array else sargs[0]
             elif p.is_array:
                 self.shadows[self.primal.args[p.data_arg]] = self._lane_pointers(sargs)
             else:
                 arg = self.primal.args[p.args[0]]
-                self.tangents[arg] = self._gather(arg.type, self._lane_pointers(sargs))
+                self.tangents[arg] = gather(self.b, arg.type, self._lane_pointers(sargs), k)
         retptr = self.primal.args[self.spec.retptr]
         self.slot_ptr = b.alloca(self.slot.type, "ret.slot")
         self.vmap[retptr] = self.slot_ptr
@@ -132,21 +133,11 @@ class _Forward:
             else:
                 ptrs = [b.gep(ArrayType(k, self.slot.type), lanes, [const_int(I64, 0),
                               const_int(I64, j)]) for j in range(k)]
-                self.shadows[retptr] = self._vector_of(ptrs)
+                self.shadows[retptr] = vector_of(self.b, ptrs)
 
     def _lane_pointers(self, array_args: list[Argument]) -> Value:
         """`<k x ptr>`: lane j points at data + j * stride0 of a shadow array."""
-        b = self.b
-        data, stride = array_args[4], lane_stride(array_args)
-        ptrs = [b.gep(IntType(8), data, [b.mul(stride, const_int(I64, j))])
-                for j in range(self.width)]
-        return self._vector_of(ptrs)
-
-    def _vector_of(self, elems: list[Value]) -> Value:
-        vec: Value = Constant(VectorType(len(elems), elems[0].type), "poison")
-        for j, e in enumerate(elems):
-            vec = self.b.insertelement(vec, e, j)
-        return vec
+        return lane_pointers(self.b, array_args[DATA], lane_stride(array_args), self.width)
 
     # ------------------------------------------------------------ per instruction
     def _visit(self, inst: Instruction) -> None:
@@ -233,29 +224,20 @@ class _Forward:
         return total if total is not None else zero(self._tangent_type(inst.type))
 
     def _shadow_pointer(self, inst: Instruction) -> None:
-        b, op = self.b, inst.opcode
-        if op == "getelementptr":
-            base, *idx = inst.operands
-            self.shadows[inst] = b.gep(inst.source_type, self._shadow_of(base, inst),  # type: ignore[arg-type]
-                                       [self._map(i) for i in idx], flags=inst.flags)
-        elif op == "select":
-            c, x, y = inst.operands
-            self.shadows[inst] = b.select(self._map(c), self._shadow_of(x, inst),
-                                          self._shadow_of(y, inst))
-        elif op in ("bitcast", "addrspacecast", "freeze"):
-            self.shadows[inst] = self._shadow_of(inst.operands[0], inst)
-        elif op == "alloca":
-            self.shadows[inst] = self._shadow_alloca(inst)
-        elif inst.callee_name == NRT_DATA:
-            self.shadows[inst] = self._lanes_of(data_pointer(
-                b, self.module, self.meminfo_shadows[inst.operands[0]]), inst.operands[0])
-        elif inst.callee_name == NRT_RAW_ALLOC:
-            size = self._map(inst.operands[0])
-            total = size if self.width == 1 else b.mul(size, const_int(I64, self.width))
-            self.alloc_sizes[inst] = size
-            self.shadows[inst] = self._lanes_of(allocate_raw_shadow(b, self.module, total), inst)
-        else:
-            raise unknown_shadow_pointer(self.diag, inst)
+        b = self.b
+        shadow = derived_shadow(b, inst, self._map, self._shadow_of)
+        if shadow is None and inst.opcode == "alloca":
+            shadow = self._shadow_alloca(inst)
+        elif shadow is None:
+            role = role_of(inst)
+            if role is Role.RAW_ALLOC:
+                self.alloc_sizes[inst] = self._map(inst.operands[0])
+            base = call_shadow(b, self.module, inst, self._map, self.meminfo_shadows.__getitem__,
+                               self.width)
+            if base is None:
+                raise unknown_shadow_pointer(self.diag, inst)
+            shadow = self._lanes_of(base, inst.operands[0] if role is Role.HANDLE_DATA else inst)
+        self.shadows[inst] = shadow
 
     def _shadow_allocation(self, inst: Instruction) -> None:
         """A zeroed shadow array (k of them, back to back, in vector mode)."""
@@ -273,9 +255,7 @@ class _Forward:
     def _lanes_of(self, data: Value, meminfo: Value) -> Value:
         if self.width == 1:
             return data
-        size = self.alloc_sizes[meminfo]
-        return self._vector_of([self.b.gep(IntType(8), data, [self.b.mul(size, const_int(I64, j))])
-                                for j in range(self.width)])
+        return lane_pointers(self.b, data, self.alloc_sizes[meminfo], self.width)
 
     def _shadow_of(self, ptr: Value, user: Instruction) -> Value:
         s = self.shadows.get(ptr)
@@ -288,14 +268,14 @@ class _Forward:
         if inst.operands:
             raise self.diag.unsupported("dynamically sized alloca holding active values", inst)
         lanes = ArrayType(self.width, inst.source_type)  # type: ignore[arg-type]
-        shadow = self._entry_alloca(lanes, zero(lanes), (inst.name or "") + "'")
+        shadow = self.entry_alloca(lanes, zero(lanes), (inst.name or "") + "'")
         if self.width == 1:
             return shadow
         with self.b.at_end(self.fn.entry) as b:
             term = self.fn.entry.instructions.pop()
             ptrs = [b.gep(lanes, shadow, [const_int(I64, 0), const_int(I64, j)])
                     for j in range(self.width)]
-            vec = self._vector_of(ptrs)
+            vec = vector_of(self.b, ptrs)
             self.fn.entry.append(term)
         return vec
 
@@ -306,11 +286,7 @@ class _Forward:
                                         inst, "avoid reinterpreting float arrays as integers")
         if self.width == 1:
             return self.b.load(inst.type, ptr, align=inst.align)
-        return self._gather(inst.type, ptr)
-
-    def _gather(self, t: Type, ptrs: Value) -> Value:
-        lanes = [self.b.load(t, self.b.extractelement(ptrs, j)) for j in range(self.width)]
-        return self._vector_of(lanes)
+        return gather(self.b, inst.type, ptr, self.width)
 
     def _only_stored(self, inst: Instruction) -> bool:
         return all(u.opcode == "store" and u.operands[0] is inst
@@ -351,43 +327,37 @@ class _Forward:
         return shadow
 
     def _inactive_call(self, inst: Instruction) -> None:
-        name = inst.callee_name or ""
-        if name in ("NRT_incref", "NRT_decref") and inst.operands[0] in self.meminfo_shadows:
-            refcount(self.b, self.module, name, self.meminfo_shadows[inst.operands[0]])
-        if name == NRT_RAW_FREE and inst.operands[0] in self.shadows:
-            return free_raw(self.b, self.module, self._lane(self.shadows[inst.operands[0]], 0))
-        touches = [op for op in inst.operands if op in self.info.shadowed or op in self.info.varied]
-        if not touches or name.startswith(INERT_CALLS):
+        """Shadow bookkeeping of runtime calls; the derivative of known library calls."""
+        record = call_record(inst)
+        role = record.role if record is not None else Role.NONE
+        owner = inst.operands[0] if inst.operands else None
+        if role in (Role.INCREF, Role.DECREF) and owner in self.meminfo_shadows:
+            mirror_refcount(self.b, self.module, inst, self.meminfo_shadows[owner])
+        if role is Role.RAW_FREE and owner in self.shadows:
+            return free_raw(self.b, self.module, self.shadow(owner, 0))
+        touches = any(op in self.info.shadowed or op in self.info.varied for op in inst.operands)
+        if not touches or record is not None and record.inert:
             return
-        if is_memory_intrinsic(name):
-            return self._memory_intrinsic(inst, name)
-        if is_dot(inst):
-            return self._dot_tangent(inst)
-        raise self.diag.unsupported_call(inst)
+        if record is None or record.forward is None:
+            raise self.diag.unsupported_call(inst)
+        if record.check is not None:
+            record.check(self, inst)
+        record.forward(self, inst)
 
-    def _dot_tangent(self, inst: Instruction) -> None:
-        """(x . y)' = x' . y + x . y', one more BLAS call per shadowed operand and lane."""
-        t = dot_type(inst)
-        n, x, y, out = dot_operands(inst)
-        if t is None or out not in self.info.shadowed:
-            raise self.diag.unsupported("complex or untracked BLAS dot product", inst)
-        b = self.b
-        scratch = self._entry_alloca(t)
-        for j in range(self.width):
-            total: Value | None = None
-            for sx, sy in ((x, None), (None, y)):
-                shadowed = sx if sx is not None else sy
-                if shadowed not in self.info.shadowed:
-                    continue
-                lane = self._lane(self.shadows[shadowed], j)
-                args = [lane, self._map(y)] if sx is not None else [self._map(x), lane]
-                ops = [self._map(op) for op in inst.operands[:3]] + args + [scratch]
-                b.call(self.module.functions[DOT], ops, inst.type)
-                term = b.load(t, scratch)
-                total = term if total is None else b.fadd(total, term)
-            b.store(total, self._lane(self.shadows[out], j))
+    # ------------------------------------------------------------ known-call context
+    def has_shadow(self, v: Value) -> bool:
+        return v in self.info.shadowed
 
-    def _entry_alloca(self, t: Type, init: Value | None = None, name: str | None = None) -> Value:
+    def describe(self, ptr: Value) -> str:
+        return describe_memory(self.spec, ptr)
+
+    def value(self, v: Value) -> Value:
+        return self._map(v)
+
+    def shadow(self, ptr: Value, lane: int) -> Value:
+        return lane_of(self.b, self.shadows[ptr], lane, self.width)
+
+    def entry_alloca(self, t: Type, init: Value | None = None, name: str | None = None) -> Value:
         """A stack slot made in the entry block (before its terminator), optionally set."""
         with self.b.at_end(self.fn.entry) as b:
             term = self.fn.entry.instructions.pop()
@@ -396,29 +366,6 @@ class _Forward:
                 b.store(init, slot)
             self.fn.entry.append(term)
         return slot
-
-    def _memory_intrinsic(self, inst: Instruction, name: str) -> None:
-        b = self.b
-        dst, src = inst.operands[0], inst.operands[1]
-        if dst not in self.info.shadowed:
-            raise self.diag.unsupported(f"'{name}' copies active values into memory without a "
-                                        f"shadow ({describe_memory(self.spec, dst)})", inst)
-        rest = [self._map(op) for op in inst.operands[2:]]
-        copy = memory_intrinsic_kind(name) == "copy" and src in self.info.shadowed
-        for j in range(self.width):
-            sdst = self._lane(self.shadows[dst], j)
-            if copy:
-                ssrc = self._lane(self.shadows[src], j)
-                b.call(self.module.functions[name], [sdst, ssrc, *rest], inst.type)
-            else:
-                memset = self._declare_memset()
-                b.call(memset, [sdst, const_int(IntType(8), 0), rest[0], rest[-1]], inst.type)
-
-    def _lane(self, shadow: Value, j: int) -> Value:
-        return shadow if self.width == 1 else self.b.extractelement(shadow, j)
-
-    def _declare_memset(self) -> Function:
-        return declare(self.module, "llvm.memset.p0.i64", VOID, [PTR, IntType(8), I64, IntType(1)])
 
     # ------------------------------------------------------------ control flow
     def _phi(self, inst: Instruction) -> None:
@@ -480,7 +427,7 @@ class _Forward:
     def _write_tangent_lanes(self, lanes: Value) -> None:
         b = self.b
         out = self.sig.tangent_out
-        data, stride = out[4], lane_stride(out)
+        data, stride = out[DATA], lane_stride(out)
         for j in range(self.width):
             v = b.load(self.slot.type, b.extractelement(lanes, j))
             if v.type != DOUBLE:  # the tangent array is always float64

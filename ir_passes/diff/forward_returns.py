@@ -11,8 +11,9 @@ from __future__ import annotations
 from ..ir.builder import Builder, add_incoming
 from ..ir.types import I32, I64, PTR, ArrayType, StructType, Type
 from ..ir.values import Constant, Function, Module, Value, const_int, zero
-from .allocations import allocate_shadow
-from .returns import DATA, ITEMSIZE, MEMINFO, NITEMS, PARENT, SHAPE, STRIDES, ReturnSlot
+from ..known.array_layout import DATA, ITEMSIZE, MEMINFO, NITEMS, PARENT, SHAPE, STRIDES
+from .returns import ReturnSlot
+from .shadows import allocate_shadow
 from .spec import DiffSpec
 
 Path = tuple[int, ...]

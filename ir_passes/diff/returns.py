@@ -13,13 +13,13 @@ from dataclasses import dataclass
 
 from ..analysis.activity import carries_float
 from ..diagnostics import Diagnostics
-from ..ir.builder import Builder, declare
-from ..ir.types import I32, PTR, VOID, ArrayType, StructType, Type
+from ..ir.builder import Builder
+from ..ir.types import I32, PTR, ArrayType, StructType, Type
 from ..ir.values import Argument, Constant, Function, Instruction, Module, Value, const_int
+from ..known.array_layout import MEMINFO
+from .shadows import release
 from .spec import DiffSpec, ReturnLeaf
 
-# Fields of Numba's array struct {meminfo, parent, nitems, itemsize, data, shape, strides}.
-MEMINFO, PARENT, NITEMS, ITEMSIZE, DATA, SHAPE, STRIDES = range(7)
 
 
 @dataclass(frozen=True)
@@ -56,9 +56,8 @@ def field_pointer(b: Builder, slot_type: Type, base: Value, path: tuple[int, ...
 
 def release_arrays(b: Builder, module: Module, spec: DiffSpec, value: Value) -> None:
     """Drop the reference the caller owns to every array in a return value not passed on."""
-    decref = declare(module, "NRT_decref", VOID, [PTR])
     for path in spec.ret_arrays:
-        b.call(decref, [b.extractvalue(value, path + (MEMINFO,))], VOID)
+        release(b, module, b.extractvalue(value, path + (MEMINFO,)))
 
 
 def is_exceptional_return(ret: Instruction) -> bool:

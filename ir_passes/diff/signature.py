@@ -7,8 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..errors import ActivityError
-from ..ir.types import I32, I64, PTR, FunctionType, Type
+from ..ir.types import I32, PTR, FunctionType, Type
 from ..ir.values import Argument, Function
+from ..known.array_layout import exploded_types, stride_args
 from .spec import DiffSpec, ParamSpec
 
 
@@ -84,10 +85,9 @@ def _shadow_types(primal: Function, p: ParamSpec, width: int) -> list[Type]:
 
 
 def _array_types(ndim: int) -> list[Type]:
-    return [PTR, PTR, I64, I64, PTR] + [I64] * (2 * ndim)
+    return exploded_types(ndim)
 
 
 def lane_stride(args: list[Argument]) -> Argument:
     """Byte stride of the leading (lane) axis of an exploded array's argument list."""
-    ndim = (len(args) - 5) // 2
-    return args[5 + ndim]
+    return stride_args(args)[0]

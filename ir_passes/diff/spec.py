@@ -21,6 +21,7 @@ import enum
 from dataclasses import dataclass
 
 from ..ir.types import Type
+from ..known.array_layout import DATA, exploded_count
 
 
 class Activity(enum.Enum):
@@ -37,8 +38,6 @@ class Activity(enum.Enum):
     def is_differentiated(self) -> bool:
         return self is not Activity.CONST
 
-
-ARRAY_DATA = 4  # field index of the data pointer inside an exploded Numba array
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,15 +56,14 @@ class ParamSpec:
     @property
     def data_arg(self) -> int:
         assert self.ndim is not None
-        return self.args[ARRAY_DATA]
+        return self.args[DATA]
 
     def shadow_arg_count(self, width: int) -> int:
         if not self.activity.has_shadow:
             return 0
         if width == 1:
             return len(self.args)
-        ndim = (self.ndim or 0) + 1
-        return 5 + 2 * ndim
+        return exploded_count((self.ndim or 0) + 1)
 
 
 @dataclass(frozen=True, slots=True)

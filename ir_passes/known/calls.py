@@ -2,10 +2,11 @@
 terms and a fix that works, or plainly that it is not supported yet.
 
 `register_rule` helps only for external scalar functions (scalar operands, a float result): it
-takes one scalar partial per operand. Everything else gets its own message: Numba's BLAS and
-LAPACK helpers (matrix products, `np.linalg`), its typed containers, Numba-compiled functions
-whose IR was not captured (the front end may describe them, see `describe_symbol`), and other
-external functions.
+takes one scalar partial per operand. Everything else gets its own message: calls whose record
+(`model.KnownCall.problem`) says why (the Numba front end registers its BLAS and LAPACK helpers,
+typed containers and Python object operations), Numba-compiled functions whose IR was not
+captured (the front end may describe them, see `describe_symbol`), and other external
+functions.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 
 from ..ir.types import FloatType, IntType
 from ..ir.values import Argument, Instruction
+from .model import KnownCall, known_call, register
 
 
 @dataclass(frozen=True)
@@ -22,73 +24,23 @@ class CallProblem:
     hint: str   # a fix that works, or "not supported yet"
 
 
-_PRODUCT_HINT = ("matrix products are not differentiable yet: write the product as a loop "
-                 "(for i, k: y[i] += A[i, k] * x[k]; for two matrices, for i, j, k: "
-                 "C[i, j] += A[i, k] * B[k, j])")
-_LINALG_HINT = ("np.linalg is not differentiable yet: write the algorithm with loops over NumPy "
-                "arrays (e.g. Gaussian elimination for a solve), or pass its result as a 'const' "
-                "argument when it does not depend on differentiated inputs")
-_NUMBA_CALLS = {
-    # Numba's matrix product calls gemv or gemm depending on the shapes at run time.
-    "numba_xxgemm": ("matrix product (BLAS numba_xxgemm: A @ B, np.dot or np.matmul)",
-                     _PRODUCT_HINT),
-    "numba_xxgemv": ("matrix product (BLAS numba_xxgemv: A @ B, A @ x, np.dot or np.matmul)",
-                     _PRODUCT_HINT),
-    "numba_xxnrm2": ("vector norm (numba_xxnrm2: np.linalg.norm of a vector)",
-                     "np.linalg.norm is not differentiable yet: write np.sqrt(np.sum(x * x))"),
-    "numba_xgesv": ("linear solve (LAPACK numba_xgesv: np.linalg.solve)", _LINALG_HINT),
-    "numba_xxgetrf": ("LU factorisation (LAPACK numba_xxgetrf: np.linalg.inv, det, slogdet or "
-                      "solve)", _LINALG_HINT),
-    "numba_xxgetri": ("matrix inverse (LAPACK numba_xxgetri: np.linalg.inv)", _LINALG_HINT),
-    "numba_ez_xxgetri": ("matrix inverse (LAPACK numba_ez_xxgetri: np.linalg.inv)",
-                         _LINALG_HINT),
-    "numba_ez_gesdd": ("singular value decomposition (LAPACK numba_ez_gesdd: np.linalg.svd, "
-                       "pinv, cond, matrix_rank or a matrix 2-norm)", _LINALG_HINT),
-    "numba_ez_xxxevd": ("symmetric eigendecomposition (LAPACK numba_ez_xxxevd: "
-                        "np.linalg.eigh or eigvalsh)", _LINALG_HINT),
-    "numba_ez_rgeev": ("eigendecomposition (LAPACK numba_ez_rgeev: np.linalg.eig or eigvals)",
-                       _LINALG_HINT),
-    "numba_ez_cgeev": ("eigendecomposition (LAPACK numba_ez_cgeev: np.linalg.eig or eigvals)",
-                       _LINALG_HINT),
-    "numba_xxpotrf": ("Cholesky factorisation (LAPACK numba_xxpotrf: np.linalg.cholesky)",
-                      _LINALG_HINT),
-    "numba_ez_geqrf": ("QR factorisation (LAPACK numba_ez_geqrf: np.linalg.qr)", _LINALG_HINT),
-    "numba_ez_xxgqr": ("QR factorisation (LAPACK numba_ez_xxgqr: np.linalg.qr)", _LINALG_HINT),
-    "numba_ez_gelsd": ("least squares (LAPACK numba_ez_gelsd: np.linalg.lstsq)", _LINALG_HINT),
-}
-_CONTAINERS = {"numba_dict_": "dict", "numba_list_": "typed list"}
-_PYTHON_API = ("Py", "_Py", "numba_gil_", "numba_unpickle", "numba_runtime_")
-_CONTAINER_HINT = ("Python containers are not differentiable: keep active values in NumPy "
-                   "arrays (np.empty), not in a {kind}")
-
-_described: dict[str, CallProblem] = {}
-
-
 def describe_symbol(symbol: str, what: str, hint: str) -> None:
     """Let a front end describe a function it knows will stay an opaque call (e.g. a Numba
     function whose IR could not be captured), for the error of an active call to it."""
-    _described[symbol] = CallProblem(what, hint)
+    register(KnownCall(symbol, problem=CallProblem(what, hint)))
 
 
 def known_problem(name: str | None) -> CallProblem | None:
     """Why an active call to `name` can never be differentiated today, if it is known that no
-    rule will come from elsewhere: Numba's BLAS/LAPACK and container helpers, functions a
-    front end described."""
-    if name is None:
+    rule will come from elsewhere: the records' problems (a front end registers its library
+    helpers: for Numba, BLAS/LAPACK and containers), and functions a front end described."""
+    record = known_call(name)
+    if record is None or record.problem is None:
         return None
-    if name in _described:
-        return _described[name]
-    if name in _NUMBA_CALLS:
-        return CallProblem(*_NUMBA_CALLS[name])
-    if name.startswith(_PYTHON_API):
-        return CallProblem(f"Python object operation ('{name}', e.g. from print()) on active "
-                           "values", "remove the print() (or other object use) from the "
-                           "differentiated function: print the values in its caller")
-    for prefix, kind in _CONTAINERS.items():
-        if name.startswith(prefix):
-            return CallProblem(f"Python {kind} operation ('{name}') on active values",
-                               _CONTAINER_HINT.format(kind=kind))
-    return None
+    if record.prefix:        # one message for a family of functions: it names the callee
+        return CallProblem(record.problem.what.format(name=name),
+                           record.problem.hint.format(name=name))
+    return record.problem
 
 
 def call_problem(inst: Instruction) -> CallProblem:

@@ -1,5 +1,5 @@
-"""Facts about memory operations shared by both modes: which calls only touch memory in
-ways with a known derivative, which are inert, and where a pointer comes from."""
+"""Facts about memory shared by the analyses and both modes: what an `llvm.mem*` intrinsic
+does, and where a pointer comes from. (What other calls do: their records, `model`.)"""
 from __future__ import annotations
 
 from ..ir.values import Instruction, Value
@@ -8,23 +8,6 @@ from ..ir.values import Instruction, Value
 # writes constants (the shadow is zeroed).
 MEMORY_INTRINSICS = {"memcpy": "copy", "memmove": "copy", "memset": "set",
                      "memcpy_inline": "copy", "memset_inline": "set"}
-
-# Calls with no effect on derivatives whatever their arguments.
-INERT_CALLS = ("llvm.lifetime.", "llvm.assume", "llvm.experimental.noalias.scope.decl",
-               "llvm.dbg.", "llvm.invariant.", "llvm.prefetch", "NRT_incref", "NRT_decref")
-
-
-# Numba's runtime: allocation of array memory (meminfo) and the data pointer of a meminfo.
-NRT_ALLOC = ("NRT_MemInfo_alloc_aligned", "NRT_MemInfo_alloc_safe_aligned")
-NRT_DATA = "NRT_MemInfo_data_fast"
-# Raw buffers (no meminfo), e.g. the temporary copy of an overlapping slice assignment.
-NRT_RAW_ALLOC, NRT_RAW_FREE = "NRT_Allocate", "NRT_Free"
-# Constructors of meminfos: they return fresh memory.
-NRT_CONSTRUCTORS = ("NRT_MemInfo_alloc", "NRT_MemInfo_new")
-
-# Calls known not to copy, keep or write pointers through their pointer arguments (Numba's
-# reshape helper reads shape and strides and writes new strides: enzyme_py declares it so).
-POINTER_NEUTRAL_CALLS = INERT_CALLS + (NRT_DATA, "numba_attempt_nocopy_reshape")
 
 
 def memory_intrinsic_kind(name: str) -> str | None:

@@ -1,20 +1,17 @@
 """Adjoints: one zero-initialised slot per primal value, and the adjoint of each primal
-instruction (linear and aggregate operations here, the rest from the rule registry, calls
-to memory intrinsics, BLAS dot and NRT allocations from their models)."""
+instruction (linear and aggregate operations here, the rest from the rule registry, known
+calls from their records' reverse emitters, shadow memory released where it was made)."""
 from __future__ import annotations
 
 from ...analysis.activity import carries_float
-from ...ir.builder import declare
-from ...ir.types import I64, PTR, VOID, ArrayType, FloatType, IntType, StructType, Type
-from ...ir.values import (FALSE, Argument, Constant, Instruction, Value, const_float, const_int,
-                          zero)
-from ..allocations import free_raw, refcount
-from ...known.blas import axpy_function, dot_operands, dot_type, is_dot
+from ...ir.types import ArrayType, FloatType, StructType, Type
+from ...ir.values import Argument, Constant, Instruction, Value, const_float, zero
+from ...known.model import Role, call_record, role_of
 from ..common import fast_math_of, rule_for, scale
-from ...known.memory import NRT_RAW_ALLOC, is_memory_intrinsic, memory_intrinsic_kind
 from ..rules.needs import rule_needs
+from ..shadows import free_raw, release
 from .availability import Availability, BlockContext
-from .copies import copy_adjoint_function, copy_element_type
+from .calls import ReverseCallContext, emits_reverse
 from .state import ReverseState
 
 
@@ -65,15 +62,14 @@ class Adjoints:
         st, op = self.st, inst.opcode
         if op == "store":
             return self._store(ctx, inst)
-        if is_dot(inst) and dot_operands(inst)[3] in st.info.shadowed:
-            return self._dot(ctx, inst)
+        if emits_reverse(st, inst):
+            record = call_record(inst)
+            assert record is not None and record.reverse is not None
+            return record.reverse(ReverseCallContext(st, self.avail, ctx), inst)
         if inst in st.allocs:   # the shadow array is not needed before this point
-            return refcount(st.b, st.module, "NRT_decref", self.avail.shadow(ctx, inst))
-        if inst.callee_name == NRT_RAW_ALLOC and inst in st.info.shadowed:
+            return release(st.b, st.module, self.avail.shadow(ctx, inst))
+        if role_of(inst) is Role.RAW_ALLOC and inst in st.info.shadowed:
             return free_raw(st.b, st.module, self.avail.shadow(ctx, inst))
-        if op == "call" and is_memory_intrinsic(inst.callee_name or "") \
-                and inst.operands[0] in st.info.shadowed:
-            return self._memory(ctx, inst)
         if st.info.is_active(inst):
             self._active(ctx, inst, self.take(inst))
 
@@ -141,37 +137,6 @@ class Adjoints:
         if v in self.st.info.varied and carries_float(v.type):
             self.add(v, b.load(v.type, sp))
         b.store(zero(v.type), sp)
-
-    def _dot(self, ctx: BlockContext, inst: Instruction) -> None:
-        """out = x . y:  x' += g y,  y' += g x,  with g the adjoint in out's shadow."""
-        st, b = self.st, self.st.b
-        t = dot_type(inst)
-        assert t is not None
-        n, x, y, out = dot_operands(inst)
-        shadow_out = self.avail.shadow(ctx, out)
-        g = b.load(t, shadow_out)
-        b.store(zero(t), shadow_out)
-        for v, other in ((x, y), (y, x)):
-            if v in st.info.shadowed:
-                b.call(axpy_function(st.module, t),
-                       [self.avail.value(ctx, n), g, self.avail.value(ctx, other),
-                        self.avail.shadow(ctx, v)], VOID)
-
-    def _memory(self, ctx: BlockContext, inst: Instruction) -> None:
-        """memset: the shadow is zeroed; memcpy/memmove: d_src += d_dst, then d_dst = 0."""
-        st, b = self.st, self.st.b
-        name = inst.callee_name or ""
-        dst, src = inst.operands[0], inst.operands[1]
-        length = self.avail.value(ctx, inst.operands[2])
-        if memory_intrinsic_kind(name) == "copy" and src in st.info.shadowed:
-            t = copy_element_type(st.memory_types, inst, st.diag)
-            b.call(copy_adjoint_function(st.module, t),
-                   [self.avail.shadow(ctx, src), self.avail.shadow(ctx, dst), length], VOID)
-            return
-        memset = declare(st.module, "llvm.memset.p0.i64", VOID,
-                         [PTR, IntType(8), I64, IntType(1)])
-        b.call(memset, [self.avail.shadow(ctx, dst), const_int(IntType(8), 0), length, FALSE],
-               VOID)
 
 
 def adjoint_zero(t: Type) -> Value:

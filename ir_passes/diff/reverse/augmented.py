@@ -8,10 +8,10 @@ from ...ir.builder import add_incoming
 from ...ir.clone import clone_instruction
 from ...ir.types import I32, I64, PTR
 from ...ir.values import Block, Constant, Instruction, Value, const_int
-from ..allocations import allocate_raw_shadow, allocate_shadow, data_pointer
+from ...known.memory import pointer_base
 from ..common import mixed_memory_error, unknown_shadow_pointer
-from ...known.memory import NRT_DATA, NRT_RAW_ALLOC, pointer_base
 from ..returns import is_exceptional_return
+from ..shadows import allocate_shadow, call_shadow, derived_shadow
 from .tape import Tape
 from .checks import check_forward
 from .state import ReverseState
@@ -75,21 +75,13 @@ class AugmentedForward:
             st.vmap[which] = fwd_which
 
     def _shadow(self, inst: Instruction) -> Value:
-        st, b, op = self.st, self.st.b, inst.opcode
-        if op == "getelementptr":
-            base, *idx = inst.operands
-            return b.gep(inst.source_type, self._shadow_of(base, inst),  # type: ignore[arg-type]
-                         [st.map(i) for i in idx], flags=inst.flags)
-        if op == "select":
-            c, x, y = inst.operands
-            return b.select(st.map(c), self._shadow_of(x, inst), self._shadow_of(y, inst))
-        if op in ("bitcast", "addrspacecast", "freeze"):
-            return self._shadow_of(inst.operands[0], inst)
-        if inst.callee_name == NRT_DATA:
-            return data_pointer(b, st.module, st.fshadow[inst.operands[0]])
-        if inst.callee_name == NRT_RAW_ALLOC:    # released in the reverse of this call
-            return allocate_raw_shadow(b, st.module, st.map(inst.operands[0]))
-        if op == "alloca":
+        st, b = self.st, self.st.b
+        shadow = derived_shadow(b, inst, st.map, self._shadow_of)
+        if shadow is None:      # a raw buffer's shadow is freed in the reverse of this call
+            shadow = call_shadow(b, st.module, inst, st.map, st.fshadow.__getitem__)
+        if shadow is not None:
+            return shadow
+        if inst.opcode == "alloca":
             if inst.operands:
                 raise st.diag.unsupported("dynamic alloca holding active values", inst)
             name = (inst.name or "") + "'"

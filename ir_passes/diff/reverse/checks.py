@@ -3,12 +3,12 @@ emitted for it."""
 from __future__ import annotations
 
 from ...ir.values import Instruction
-from ...known.blas import dot_operands, dot_type, is_dot
 from ..common import (check_pointer_to_int, check_reinterpretation, check_store,
                       describe_memory)
-from ...known.memory import INERT_CALLS, NRT_RAW_FREE, is_memory_intrinsic
+from ...known.model import ReadInReverse, Role, call_record
 from ..rules import lookup
 from ..rules.math import math_rule_name
+from .calls import ReverseCallContext
 from .state import ReverseState
 
 
@@ -31,27 +31,24 @@ def check_forward(st: ReverseState, inst: Instruction) -> None:
 
 
 def _check_call(st: ReverseState, inst: Instruction) -> None:
-    name = inst.callee_name or ""
+    record = call_record(inst)
     touches = any(o in st.info.shadowed or o in st.info.varied for o in inst.operands)
-    if not touches or name.startswith(INERT_CALLS) or name == NRT_RAW_FREE:
+    if not touches or record is not None and (record.inert or record.role is Role.RAW_FREE):
         return
-    if is_dot(inst):
-        _check_dot(st, inst)
-    elif is_memory_intrinsic(name):
-        if inst.operands[0] not in st.info.shadowed:
-            raise st.diag.unsupported(
-                f"'{name}' copies active values into memory without a shadow "
-                f"({describe_memory(st.spec, inst.operands[0])})", inst)
-    elif lookup(math_rule_name(name, inst.type)) is None:
+    if record is not None and record.reverse is not None:
+        if record.check is not None:
+            record.check(ReverseCallContext(st), inst)
+        _check_reverse_reads(st, inst, record.reverse_reads)
+    elif lookup(math_rule_name(inst.callee_name or "", inst.type)) is None:
         raise st.diag.unsupported_call(inst)
 
 
-def _check_dot(st: ReverseState, inst: Instruction) -> None:
-    _, x, y, out = dot_operands(inst)
-    if dot_type(inst) is None or out not in st.info.shadowed:
-        raise st.diag.unsupported("complex or untracked BLAS dot product", inst)
-    for v in (x, y):
+def _check_reverse_reads(st: ReverseState, inst: Instruction,
+                         reads: ReadInReverse | None) -> None:
+    """The memory a reverse emitter reads must still hold the call's operands then."""
+    if reads is None:
+        return
+    for v in (inst.operands[i] for i in reads.args):
         if not st.plan.read_only(v):
-            raise st.diag.unsupported(
-                f"np.dot of an array the function also writes ({describe_memory(st.spec, v)})",
-                inst, "take the dot product of a copy, or write it as a loop")
+            raise st.diag.unsupported(f"{reads.what} ({describe_memory(st.spec, v)})", inst,
+                                      reads.hint)

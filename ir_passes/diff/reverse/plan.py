@@ -19,8 +19,8 @@ from enum import Enum
 from ...analysis.cfg import Loop, dominates, dominators, find_loops, reverse_post_order
 from ...errors import UnsupportedError
 from ...ir.values import Argument, Block, Constant, Function, GlobalRef, Instruction, Value
-from ...known.blas import dot_operands, is_dot
-from ...known.memory import INERT_CALLS, NRT_DATA, NRT_RAW_ALLOC, is_memory_intrinsic, pointer_base
+from ...known.memory import pointer_base
+from ...known.model import is_local_allocation, written_arguments
 
 _PURE = {"add", "sub", "mul", "shl", "lshr", "ashr", "and", "or", "xor", "icmp", "fcmp",
          "select", "trunc", "zext", "sext", "fptrunc", "fpext", "fptoui", "fptosi", "uitofp",
@@ -169,16 +169,7 @@ def written_bases(fn: Function) -> set[Value] | None:
         if inst.opcode == "store":
             targets = [inst.operands[1]]
         elif inst.opcode == "call":
-            name = inst.callee_name or ""
-            if name.startswith(INERT_CALLS) or name == NRT_DATA \
-                    or not any(op.type.is_pointer for op in inst.operands):
-                continue
-            if is_memory_intrinsic(name):
-                targets = [inst.operands[0]]
-            elif is_dot(inst):
-                targets = [dot_operands(inst)[3]]
-            else:
-                targets = [op for op in inst.operands if op.type.is_pointer]
+            targets = written_arguments(inst)
         else:
             continue
         for t in targets:
@@ -194,7 +185,7 @@ def written_bases(fn: Function) -> set[Value] | None:
 def _known_base(base: Value) -> bool:
     """Memory we can tell apart from the arguments': their own, stack slots, fresh arrays."""
     return isinstance(base, Argument) or (isinstance(base, Instruction) and (
-        base.opcode == "alloca" or base.callee_name in (NRT_DATA, NRT_RAW_ALLOC)))
+        base.opcode == "alloca" or is_local_allocation(base)))
 
 
 __all__ = ["Access", "InductionVariable", "ReversePlan", "written_bases"]

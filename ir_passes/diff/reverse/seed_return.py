@@ -14,7 +14,8 @@ from ...ir.builder import Builder, counted_loop
 from ...ir.types import I64, PTR, VOID, FloatType, FunctionType, IntType, Type
 from ...ir.values import Argument, Constant, Function, Module, Value, const_int, zero
 from ..raising import raise_exception
-from ..returns import DATA, SHAPE, STRIDES, ReturnSlot, field_pointer
+from ...known.array_layout import DATA, SHAPE, STRIDES, shape_args, stride_args
+from ..returns import ReturnSlot, field_pointer
 from ..signature import Signature
 from ..spec import ReturnLeaf
 
@@ -43,7 +44,7 @@ def _seed_array(b: Builder, module: Module, slot: ReturnSlot, slot_ptr: Value,
     shape = [b.load(I64, field(slot_ptr, SHAPE, k)) for k in range(n)]
     strides = [b.load(I64, field(slot_ptr, STRIDES, k)) for k in range(n)]
     shadow = b.load(PTR, field(shadow_slot, DATA))
-    d_shape, d_strides = d_ret[5:5 + n], d_ret[5 + n:]
+    d_shape, d_strides = shape_args(d_ret), stride_args(d_ret)
     bad: Value = Constant(IntType(1), "false")
     for mine, theirs in zip(shape, d_shape):
         bad = b.binop("or", bad, b.icmp("ne", mine, theirs))
@@ -57,7 +58,7 @@ def _seed_array(b: Builder, module: Module, slot: ReturnSlot, slot_ptr: Value,
                         f"{leaf.label} must have the shape of the returned array")
     b.position_at_end(ok)
     seed = _seed_function(module, leaf.type, n)
-    b.call(seed, [shadow, d_ret[4], *shape, *strides, *d_strides], VOID)
+    b.call(seed, [shadow, d_ret[DATA], *shape, *strides, *d_strides], VOID)
 
 
 def _seed_function(module: Module, t: Type, ndim: int) -> Function:

@@ -12,10 +12,11 @@ there into two functions with Numba's ABI:
 
 The state is everything the reverse part reads that the forward part made: SSA values
 defined in forward blocks and the contents of the entry's stack slots both parts use (the
-tape's base/top/end, the return slot and its shadow, spilled choices). It is a Numba uint8
-array allocated with `NRT_MemInfo_alloc_dtor`: a header (a used flag, the derivative's id,
-the bytes kept) then the values. Its destructor frees what only the reverse part would
-have freed (the tape, the returned arrays' references) when the reverse never ran.
+tape's base/top/end, the return slot and its shadow, spilled choices). It is a uint8 array
+owned by the front end's runtime (the HANDLE_DTOR, HANDLE_DATA, INCREF and DECREF roles of
+`known.model`; Numba's NRT): a header (a used flag, the derivative's id, the bytes kept), then
+the values. Its destructor frees what only the reverse part would have freed (the tape, the
+shadow arrays on the owned list, the returned arrays' references) when the reverse never ran.
 Addresses of F's own stack frame cannot cross the cut: such a derivative is refused.
 """
 from __future__ import annotations
@@ -29,7 +30,8 @@ from ...ir.types import I1, I8, I32, I64, PTR, VOID, ArrayType, FunctionType, St
     align_of, size_of
 from ...ir.values import Block, Constant, Function, Instruction, Module, Value, const_int
 from ...known.memory import pointer_base
-from ..returns import MEMINFO
+from ...known.array_layout import MEMINFO
+from ...known.model import Role, runtime_call
 from .state import ReverseState
 
 # Numba's struct for a 1-d C array: {meminfo, parent, nitems, itemsize, data, shape, strides}
@@ -182,9 +184,9 @@ def _pack(module: Module, st: ReverseState, fn: Function, pack: Block, layout: S
         new = b.phi(phi.type, phi.name)
         new.operands, new.incoming = list(phi.operands), list(phi.incoming)
         phis[phi] = new
-    alloc = declare(module, "NRT_MemInfo_alloc_dtor", PTR, [I64, PTR])
+    alloc = _runtime(module, Role.HANDLE_DTOR, PTR, [I64, PTR])
     meminfo = b.call(alloc, [const_int(I64, layout.size), release], PTR)
-    data = b.call(declare(module, "NRT_MemInfo_data_fast", PTR, [PTR]), [meminfo], PTR)
+    data = b.call(_runtime(module, Role.HANDLE_DATA, PTR, [PTR]), [meminfo], PTR)
     b.store(const_int(I64, 0), data)
     b.store(const_int(I64, ident), _at(b, data, IDENT))
     kept = const_int(I64, layout.size)
@@ -203,7 +205,7 @@ def _pack(module: Module, st: ReverseState, fn: Function, pack: Block, layout: S
     state = _state_array(b, meminfo, data, layout.size)
     if st.slot.has_value:
         value = b.load(st.slot.type, vmap[st.slot_ptr])
-        incref = declare(module, "NRT_incref", VOID, [PTR])
+        incref = _runtime(module, Role.INCREF, VOID, [PTR])
         for path in st.spec.ret_arrays:      # the caller's reference; the state keeps one
             b.call(incref, [b.extractvalue(value, path + (MEMINFO,))], VOID)
         out_type = StructType((st.slot.type, STATE_ARRAY))
@@ -212,6 +214,10 @@ def _pack(module: Module, st: ReverseState, fn: Function, pack: Block, layout: S
         out = state
     b.store(out, fn.args[0])
     b.ret(const_int(I32, 0))
+
+
+def _runtime(module: Module, role: Role, ret: Type, params: list[Type]) -> Function:
+    return declare(module, runtime_call(role).name, ret, params)
 
 
 def _at(b: Builder, base: Value, offset: int) -> Value:
@@ -290,7 +296,7 @@ def _release_function(module: Module, st: ReverseState, layout: StateLayout,
     slot_at = layout.slot_offset(st.slot_ptr)
     if slot_at is not None and st.spec.ret_arrays:
         value = b.load(st.slot.type, _at(b, data, slot_at))
-        decref = declare(module, "NRT_decref", VOID, [PTR])
+        decref = _runtime(module, Role.DECREF, VOID, [PTR])
         for path in st.spec.ret_arrays:
             b.call(decref, [b.extractvalue(value, path + (MEMINFO,))], VOID)
     b.br(done)
@@ -309,7 +315,7 @@ def _release_owned(b: Builder, module: Module, st: ReverseState, layout: StateLa
     base = b.load(PTR, _at(b, data, base_at))
     used = b.sub(b.cast("ptrtoint", b.load(PTR, _at(b, data, top_at)), I64),
                  b.cast("ptrtoint", base, I64))
-    decref = declare(module, "NRT_decref", VOID, [PTR])
+    decref = _runtime(module, Role.DECREF, VOID, [PTR])
     counted_loop(b, b.binop("lshr", used, const_int(I64, 3)), lambda b, i: b.call(
         decref, [b.load(PTR, b.gep(PTR, base, [i]))], VOID))
     b.call(free, [base], VOID)

@@ -13,6 +13,7 @@ from ...errors import ActivityError
 from ...ir.builder import Builder
 from ...ir.types import I64, Type
 from ...ir.values import Block, Function, Instruction, Module, Value, const_int, zero
+from ...known.array_layout import DATA
 from ..allocations import shadowed_allocations
 from ..common import refuse_known_problem_calls
 from ..returns import is_exceptional_return, return_slot
@@ -92,7 +93,7 @@ class ReverseState:
             self.fshadow[self.retptr] = self.zeroed_alloca(self.slot.type, "ret.slot'")
         for p in self.spec.params:
             if p.activity.has_shadow and p.is_array:
-                self.fshadow[self.primal.args[p.data_arg]] = self.sig.shadow_args[p.name][4]
+                self.fshadow[self.primal.args[p.data_arg]] = self.sig.shadow_args[p.name][DATA]
         for loop in self.plan.loops:
             counter = Instruction("phi", I64, [], f"{loop.header.name}.iter")
             counter.block = loop.header

@@ -38,6 +38,7 @@ from ...ir.parser import parse_module
 from ...ir.printer import Namer, print_module
 from ...ir.values import (Argument, Block, ConstInt, Function, GlobalRef, Instruction, Module,
                           Value)
+from ...known.array_layout import shape_arg
 from ...known.memory import is_memory_intrinsic
 from ..returns import is_exceptional_return
 from ..rules import lookup
@@ -532,7 +533,7 @@ def _symbols(fn: Function, spec: DiffSpec) -> dict[Argument, str]:
     for p in spec.params:
         if p.is_array:
             for k in range(p.ndim or 0):
-                out[fn.args[p.args[5 + k]]] = f"{p.name}.shape[{k}]"
+                out[fn.args[p.args[shape_arg(k)]]] = f"{p.name}.shape[{k}]"
         elif len(p.args) == 1:
             out[fn.args[p.args[0]]] = p.name
     return out

@@ -1,0 +1,89 @@
+"""What the pass knows about Numba's runtime and library helpers, registered with it
+(`ir_passes.known.model`) when `enzyme_py.numba_bridge` is imported: by `enzyme_py`, hence by
+its API, the `enzyme-py` command line (also on `.ll` files Numba wrote) and the C front end,
+which gives C's heap memory the same raw-buffer shadows.
+
+* NRT, the reference-counted runtime: `NRT_MemInfo_alloc_aligned` makes an array's owner
+  (meminfo), `NRT_MemInfo_data_fast` its data pointer, `NRT_incref`/`NRT_decref` count its
+  references; `NRT_Allocate`/`NRT_Free` a raw buffer (e.g. the temporary copy of an overlapping
+  slice assignment). Their roles let the pass shadow such memory.
+* `numba_attempt_nocopy_reshape` reads shape and strides and writes new strides, never a
+  pointer (its declaration gets the same effects for LLVM: `runtime.py`).
+* `numba_xxdot`, the BLAS dot product (`blas.py`), differentiable; the other BLAS and LAPACK
+  helpers, typed containers and Python object operations are known problems.
+"""
+from __future__ import annotations
+
+from ir_passes.known.calls import CallProblem
+from ir_passes.known.model import KnownCall, Role, register
+
+from .blas import DOT_RECORD
+
+_PRODUCT_HINT = ("matrix products are not differentiable yet: write the product as a loop "
+                 "(for i, k: y[i] += A[i, k] * x[k]; for two matrices, for i, j, k: "
+                 "C[i, j] += A[i, k] * B[k, j])")
+_LINALG_HINT = ("np.linalg is not differentiable yet: write the algorithm with loops over NumPy "
+                "arrays (e.g. Gaussian elimination for a solve), or pass its result as a 'const' "
+                "argument when it does not depend on differentiated inputs")
+_NOT_YET = {
+    # Numba's matrix product calls gemv or gemm depending on the shapes at run time.
+    "numba_xxgemm": ("matrix product (BLAS numba_xxgemm: A @ B, np.dot or np.matmul)",
+                     _PRODUCT_HINT),
+    "numba_xxgemv": ("matrix product (BLAS numba_xxgemv: A @ B, A @ x, np.dot or np.matmul)",
+                     _PRODUCT_HINT),
+    "numba_xxnrm2": ("vector norm (numba_xxnrm2: np.linalg.norm of a vector)",
+                     "np.linalg.norm is not differentiable yet: write np.sqrt(np.sum(x * x))"),
+    "numba_xgesv": ("linear solve (LAPACK numba_xgesv: np.linalg.solve)", _LINALG_HINT),
+    "numba_xxgetrf": ("LU factorisation (LAPACK numba_xxgetrf: np.linalg.inv, det, slogdet or "
+                      "solve)", _LINALG_HINT),
+    "numba_xxgetri": ("matrix inverse (LAPACK numba_xxgetri: np.linalg.inv)", _LINALG_HINT),
+    "numba_ez_xxgetri": ("matrix inverse (LAPACK numba_ez_xxgetri: np.linalg.inv)",
+                         _LINALG_HINT),
+    "numba_ez_gesdd": ("singular value decomposition (LAPACK numba_ez_gesdd: np.linalg.svd, "
+                       "pinv, cond, matrix_rank or a matrix 2-norm)", _LINALG_HINT),
+    "numba_ez_xxxevd": ("symmetric eigendecomposition (LAPACK numba_ez_xxxevd: "
+                        "np.linalg.eigh or eigvalsh)", _LINALG_HINT),
+    "numba_ez_rgeev": ("eigendecomposition (LAPACK numba_ez_rgeev: np.linalg.eig or eigvals)",
+                       _LINALG_HINT),
+    "numba_ez_cgeev": ("eigendecomposition (LAPACK numba_ez_cgeev: np.linalg.eig or eigvals)",
+                       _LINALG_HINT),
+    "numba_xxpotrf": ("Cholesky factorisation (LAPACK numba_xxpotrf: np.linalg.cholesky)",
+                      _LINALG_HINT),
+    "numba_ez_geqrf": ("QR factorisation (LAPACK numba_ez_geqrf: np.linalg.qr)", _LINALG_HINT),
+    "numba_ez_xxgqr": ("QR factorisation (LAPACK numba_ez_xxgqr: np.linalg.qr)", _LINALG_HINT),
+    "numba_ez_gelsd": ("least squares (LAPACK numba_ez_gelsd: np.linalg.lstsq)", _LINALG_HINT),
+}
+_PYTHON_API = ("Py", "_Py", "numba_gil_", "numba_unpickle", "numba_runtime_")
+_PYTHON_PROBLEM = CallProblem(
+    "Python object operation ('{name}', e.g. from print()) on active values",
+    "remove the print() (or other object use) from the differentiated function: print the "
+    "values in its caller")
+_CONTAINERS = {"numba_dict_": "dict", "numba_list_": "typed list"}
+
+
+def _container_problem(kind: str) -> CallProblem:
+    return CallProblem(f"Python {kind} operation ('{{name}}') on active values",
+                       "Python containers are not differentiable: keep active values in NumPy "
+                       f"arrays (np.empty), not in a {kind}")
+
+
+register(
+    # Memory owners (meminfos). The first HANDLE_ALLOC registered makes shadow arrays.
+    KnownCall("NRT_MemInfo_alloc_aligned", fresh=True, role=Role.HANDLE_ALLOC),
+    KnownCall("NRT_MemInfo_alloc_safe_aligned", fresh=True, role=Role.HANDLE_ALLOC),
+    KnownCall("NRT_MemInfo_alloc", prefix=True, fresh=True, role=Role.HANDLE_NEW),
+    KnownCall("NRT_MemInfo_new", prefix=True, fresh=True, role=Role.HANDLE_NEW),
+    KnownCall("NRT_MemInfo_alloc_dtor", fresh=True, role=Role.HANDLE_DTOR),
+    KnownCall("NRT_MemInfo_data_fast", pointer_neutral=True, writes=(), role=Role.HANDLE_DATA),
+    KnownCall("NRT_incref", inert=True, pointer_neutral=True, role=Role.INCREF),
+    KnownCall("NRT_decref", inert=True, pointer_neutral=True, role=Role.DECREF),
+    # Raw buffers.
+    KnownCall("NRT_Allocate", fresh=True, role=Role.RAW_ALLOC),
+    KnownCall("NRT_Free", role=Role.RAW_FREE),
+    KnownCall("numba_attempt_nocopy_reshape", pointer_neutral=True),
+    DOT_RECORD,
+    *(KnownCall(name, problem=CallProblem(*text)) for name, text in _NOT_YET.items()),
+    *(KnownCall(prefix, prefix=True, problem=_PYTHON_PROBLEM) for prefix in _PYTHON_API),
+    *(KnownCall(prefix, prefix=True, problem=_container_problem(kind))
+      for prefix, kind in _CONTAINERS.items()),
+)

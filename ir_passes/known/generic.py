@@ -1,0 +1,94 @@
+"""Records of the functions any front end's IR may call: LLVM's memory intrinsics and the
+intrinsics with no effect on derivatives. Registered when `ir_passes.known` is imported.
+
+`llvm.memcpy` / `llvm.memmove` move values: the tangent is the same copy of the shadows; the
+adjoint adds the destination's adjoint to the source's and zeroes it (`d_src += d_dst; d_dst
+= 0`, element by element in a small internal function: the intrinsic only knows bytes, the
+element type comes from how the function accesses the memory). `llvm.memset` writes
+constants: the destination's shadow is zeroed in both modes.
+"""
+from __future__ import annotations
+
+from ..ir.builder import Builder, counted_loop, declare
+from ..ir.types import I1, I8, I64, PTR, VOID, FloatType, FunctionType, size_of
+from ..ir.values import FALSE, Function, Instruction, Module, Value, const_int, zero
+from .memory import MEMORY_INTRINSICS, memory_intrinsic_kind
+from .model import CallContext, Flow, ForwardCalls, KnownCall, ReverseCalls, register
+
+_INERT = ("llvm.lifetime.", "llvm.assume", "llvm.experimental.noalias.scope.decl", "llvm.dbg.",
+          "llvm.invariant.", "llvm.prefetch")
+
+
+def _check_memory(ctx: CallContext, inst: Instruction) -> None:
+    dst = inst.operands[0]
+    if not ctx.has_shadow(dst):
+        raise ctx.diag.unsupported(f"'{inst.callee_name}' copies active values into memory "
+                                   f"without a shadow ({ctx.describe(dst)})", inst)
+
+
+def _forward_memory(ctx: ForwardCalls, inst: Instruction) -> None:
+    """The same copy between the shadows (a memset of the destination's shadow when the
+    source has none or the intrinsic is a memset), once per lane."""
+    name = inst.callee_name or ""
+    dst, src = inst.operands[0], inst.operands[1]
+    rest = [ctx.value(op) for op in inst.operands[2:]]
+    copy = memory_intrinsic_kind(name) == "copy" and ctx.has_shadow(src)
+    for j in range(ctx.width):
+        sdst = ctx.shadow(dst, j)
+        if copy:
+            ctx.b.call(ctx.module.functions[name], [sdst, ctx.shadow(src, j), *rest], inst.type)
+        else:
+            zero_memory(ctx.b, ctx.module, sdst, rest[0], rest[-1])
+
+
+def _reverse_memory(ctx: ReverseCalls, inst: Instruction) -> None:
+    """memset: the shadow is zeroed; memcpy/memmove: d_src += d_dst, then d_dst = 0."""
+    dst, src = inst.operands[0], inst.operands[1]
+    length = ctx.value(inst.operands[2])
+    if memory_intrinsic_kind(inst.callee_name or "") == "copy" and ctx.has_shadow(src):
+        t = ctx.element_type(dst) or ctx.element_type(src)
+        if t is None:
+            raise ctx.diag.unsupported("memory copy of active data whose element type is "
+                                       "unknown", inst, "copy the array with an explicit loop")
+        ctx.b.call(copy_adjoint_function(ctx.module, t),
+                   [ctx.shadow(src), ctx.shadow(dst), length], VOID)
+        return
+    zero_memory(ctx.b, ctx.module, ctx.shadow(dst), length, FALSE)
+
+
+def zero_memory(b: Builder, module: Module, ptr: Value, size: Value, volatile: Value) -> None:
+    memset = declare(module, "llvm.memset.p0.i64", VOID, [PTR, I8, I64, I1])
+    b.call(memset, [ptr, const_int(I8, 0), size, volatile], VOID)
+
+
+def copy_adjoint_function(module: Module, t: FloatType) -> Function:
+    """`void copy_adjoint(ptr d_src, ptr d_dst, i64 bytes)`: d_src += d_dst; d_dst = 0."""
+    name = f"enzyme_py.copy_adjoint.{t}"
+    fn = module.functions.get(name)
+    if fn is not None:
+        return fn
+    fn = Function(name, FunctionType(VOID, (PTR, PTR, I64)), ["d_src", "d_dst", "bytes"],
+                  linkage="internal")
+    d_src, d_dst, nbytes = fn.args
+
+    def accumulate(b: Builder, i: Value) -> None:
+        dst_at, src_at = b.gep(t, d_dst, [i]), b.gep(t, d_src, [i])
+        b.store(b.fadd(b.load(t, src_at), b.load(t, dst_at)), src_at)
+        b.store(zero(t), dst_at)
+
+    b = Builder(fn.add_block("entry"))
+    counted_loop(b, b.binop("udiv", nbytes, const_int(I64, size_of(t))), accumulate)
+    b.ret()
+    module.add_function(fn)
+    return fn
+
+
+def _memory_intrinsic(name: str, copy: bool) -> KnownCall:
+    return KnownCall(name, prefix=True, pointer_neutral=True, writes=(0,),
+                     flow=Flow(0, (1,), raw=True) if copy else None, check=_check_memory,
+                     forward=_forward_memory, reverse=_reverse_memory)
+
+
+register(*(KnownCall(name, prefix=True, inert=True, pointer_neutral=True) for name in _INERT),
+         *(_memory_intrinsic(f"llvm.{kind}.", copy=effect == "copy")
+           for kind, effect in MEMORY_INTRINSICS.items()))
