@@ -1,0 +1,301 @@
+"""JAX-style helpers over `derive_diff`: `grad`, `value_and_grad`, `jacobian`, `hessian`, `hvp`.
+
+Each returns a Numba dispatcher callable from Python and from `@njit` code. Its body is
+generated per argument types (`typed_dispatch`): the parameters in `argnums` are
+differentiated ("active" float scalars, "dup" float arrays), the others are "const".
+Array arguments in another layout than C are copied to C order first, so the gradients and
+Jacobians returned are new C-contiguous arrays.
+
+Second derivatives are reverse over forward: the reverse derivative of `x -> <f'(x), v>`
+(the forward derivative's tangent). Forward over reverse, which API.md names, is refused by
+the pass on any kernel whose reverse pass keeps a tape (the tape's `realloc`ed memory has no
+shadow), so it cannot serve as the general route yet.
+"""
+from __future__ import annotations
+
+import inspect
+
+from numba import types
+
+from .api import as_dispatcher, derive_diff
+from .numba_bridge.link import njit_wrapper
+from .typed_dispatch import (activities_for, compile_impl, contiguous_line, float_kind,
+                             normalize_argnums, require_float_return, return_type,
+                             typed_dispatcher)
+
+#: Directions per vector forward pass of `jacobian(..., mode="forward")`.
+CHUNK = 8
+_JACOBIAN_MODES = ("auto", "forward", "reverse")
+
+
+class _Target:
+    """The function a helper differentiates: its dispatcher, name and parameter names."""
+
+    def __init__(self, f) -> None:
+        self.primal = as_dispatcher(f)
+        self.fname = self.primal.py_func.__name__
+        self.names = list(inspect.signature(self.primal.py_func).parameters)
+        self.args = [f"a{i}" for i in range(len(self.names))]
+
+
+def grad(f, argnums=0):
+    """`g(*args)`: the gradient of the float-valued `f` with respect to parameter `argnums`
+    (a float or a new array), or a tuple of gradients for a tuple `argnums`."""
+    return _gradient("grad", f, argnums, with_value=False)
+
+
+def value_and_grad(f, argnums=0):
+    """`g(*args) -> (f(*args), grad(f, argnums)(*args))`, in one reverse pass."""
+    return _gradient("value_and_grad", f, argnums, with_value=True)
+
+
+def _gradient(helper: str, f, argnums, with_value: bool):
+    t = _Target(f)
+    single = not isinstance(argnums, tuple)
+    nums = normalize_argnums(helper, t.fname, t.names, argnums)
+    derivatives: dict = {}
+
+    def make_impl(argtypes: tuple):
+        require_float_return(helper, t.fname, t.primal, argtypes,
+                             "use jacobian for array results")
+        acts = activities_for(helper, t.fname, t.names, argtypes, nums, "reverse")
+        if acts not in derivatives:
+            derivatives[acts] = derive_diff(t.primal, f"{helper}_{t.fname}", acts,
+                                            return_primal=with_value)
+        lines, call, grads, n_active = [f"def impl({', '.join(t.args)}):"], [], {}, 0
+        for i, (a, act) in enumerate(zip(t.args, acts)):
+            if act == "dup":
+                lines += [contiguous_line(f"x{i}", a, argtypes[i]),
+                          f"    s{i} = np.zeros_like(x{i})"]
+                call += [f"x{i}", f"s{i}"]
+                grads[i] = f"s{i}"
+            else:
+                call.append(a)
+            if act == "active":
+                grads[i] = f"g[{n_active}]"
+                n_active += 1
+        lines.append(f"    r = df({', '.join(call)})")
+        lines.append("    g = r[1]" if with_value else "    g = r")
+        result = grads[nums[0]] if single else "(" + "".join(grads[i] + ", " for i in nums) + ")"
+        lines.append(f"    return (r[0], {result})" if with_value else f"    return {result}")
+        return compile_impl("\n".join(lines) + "\n", {"df": derivatives[acts]})
+
+    return typed_dispatcher(f"{helper}_{t.fname}", t.names, make_impl)
+
+
+def jacobian(f, argnums: int = 0, mode: str = "auto", chunk: int = CHUNK):
+    """`J(*args)`: the Jacobian of `f` (returning a float or an array of floats) with respect
+    to parameter `argnums` (an int), shaped `out.shape + in.shape` (a float when both are
+    scalars). mode="forward": vector forward passes of `chunk` directions each;
+    "reverse": one reverse pass per output element; "auto": whichever takes fewer passes."""
+    t = _Target(f)
+    (num,) = normalize_argnums("jacobian", t.fname, t.names, argnums, single_only=True)
+    if mode not in _JACOBIAN_MODES:
+        raise ValueError(f"jacobian({t.fname}): mode must be one of {_JACOBIAN_MODES}, "
+                         f"not {mode!r}")
+    if not (isinstance(chunk, int) and chunk >= 1):
+        raise ValueError(f"jacobian({t.fname}): chunk must be a positive int, not {chunk!r}")
+    writers: dict = {}
+
+    def make_impl(argtypes: tuple):
+        restype = return_type(t.primal, argtypes)
+        out_kind = float_kind(restype)
+        if out_kind is None:
+            raise ValueError(f"jacobian({t.fname}) needs {t.fname} to return a float or an "
+                             f"array of floats; it returns {restype}")
+        if out_kind not in writers:
+            writers[out_kind] = _writer(t, out_kind)
+        acts = {m: activities_for("jacobian", t.fname, t.names, argtypes, (num,), m) + ("dup",)
+                for m in ("forward", "reverse")}
+        namespace = {"primal": t.primal}
+        if mode != "reverse":
+            namespace["fwd"] = _derived(writers[out_kind], "jacfwd", acts["forward"], chunk)
+        if mode != "forward":
+            namespace["rev"] = _derived(writers[out_kind], "jacrev", acts["reverse"], 1)
+        source = _jacobian_source(t, num, argtypes, restype, mode, chunk)
+        return compile_impl(source, namespace)
+
+    return typed_dispatcher(f"jacobian_{t.fname}", t.names, make_impl)
+
+
+def _writer(t: _Target, out_kind: str):
+    """`write(*args, out)`: `out[:] = f(*args)` (`out[0] = ...` for a float result), the
+    form whose derivative is a Jacobian-vector product into `out`'s shadow for both modes
+    and any width."""
+    lhs = "out[:]" if out_kind == "array" else "out[0]"
+    source = (f"def write({', '.join(t.args + ['out'])}):\n"
+              f"    {lhs} = primal({', '.join(t.args)})\n")
+    return njit_wrapper(source, "write", {"primal": t.primal}, as_name=f"{t.fname}_into")
+
+
+def _derived(writer, prefix: str, acts: tuple, width: int):
+    cache = writer.__dict__.setdefault("_enzyme_derived", {})
+    key = (prefix, acts, width)
+    if key not in cache:
+        mode = "forward" if prefix == "jacfwd" else "reverse"
+        cache[key] = derive_diff(writer, f"{prefix}_{writer.py_func.__name__}", acts, mode,
+                                 width=width)
+    return cache[key]
+
+
+def _jacobian_source(t: _Target, num: int, argtypes: tuple, restype, mode: str,
+                     chunk: int) -> str:
+    """`impl`: evaluate f once for the output shape, then fill `Jf`, the Jacobian seen as
+    (outputs, inputs), by forward chunks or reverse rows."""
+    x_array = isinstance(argtypes[num], types.Array)
+    y_array = isinstance(restype, types.Array)
+    dtype = f"np.{(restype.dtype if y_array else restype).name}"
+    args = list(t.args)
+    args[num] = "x"
+    call = ", ".join(args)
+
+    def with_shadow(shadow: str) -> str:
+        """The call's arguments with `shadow` after `x`."""
+        return ", ".join(args[:num + 1] + [shadow] + args[num + 1:])
+    lines = [f"def impl({', '.join(t.args)}):", contiguous_line("x", t.args[num], argtypes[num]),
+             f"    y = primal({call})",
+             f"    n = {'x.size' if x_array else '1'}",
+             f"    m = {'y.size' if y_array else '1'}",
+             f"    yshape = {'y.shape' if y_array else '()'}",
+             f"    out = np.empty({'y.shape' if y_array else '1'}, {dtype})",
+             f"    J = np.empty(yshape + {'x.shape' if x_array else '()'}, {dtype})",
+             "    Jf = J.reshape((m, n))"]
+    forward = _forward_lines(with_shadow("T"), x_array, chunk)
+    reverse = _reverse_lines(with_shadow("dx") if x_array else call, x_array)
+    if mode == "auto":
+        lines.append(f"    if (n + {chunk - 1}) // {chunk} <= m:")
+        lines += ["    " + line for line in forward]
+        lines.append("    else:")
+        lines += ["    " + line for line in reverse]
+    else:
+        lines += forward if mode == "forward" else reverse
+    lines.append("    return J" if x_array or y_array else "    return Jf[0, 0]")
+    return "\n".join(lines) + "\n"
+
+
+def _forward_lines(call: str, x_array: bool, chunk: int) -> list[str]:
+    """Columns of J, `chunk` at a time: tangents `T` (unit directions) in, `tout` out."""
+    tangent = f"np.zeros(({chunk},) + x.shape, x.dtype)" if x_array else f"np.zeros({chunk})"
+    seeded = "T.reshape((T.shape[0], n))" if x_array else f"T.reshape(({chunk}, 1))"
+    return [f"    T = {tangent}",
+            f"    Tf = {seeded}",
+            "    tout = np.zeros((T.shape[0],) + out.shape, out.dtype)",
+            "    toutf = tout.reshape((T.shape[0], m))",
+            f"    for start in range(0, n, {chunk}):",
+            f"        c = min({chunk}, n - start)",
+            "        Tf[:] = 0.0",
+            "        for j in range(c):",
+            "            Tf[j, start + j] = 1.0",
+            f"        fwd({call}, out, tout)",
+            "        for j in range(c):",
+            "            Jf[:, start + j] = toutf[j]"]
+
+
+def _reverse_lines(call: str, x_array: bool) -> list[str]:
+    """Rows of J: the seed `dout` = e_i in, the gradient of `x` out."""
+    lines = ["    dout = np.zeros(out.shape, out.dtype)",
+             "    doutf = dout.reshape(m)"]
+    if x_array:
+        lines += ["    dx = np.zeros_like(x)", "    dxf = dx.reshape(n)"]
+    lines += ["    for i in range(m):",
+              "        doutf[:] = 0.0",
+              "        doutf[i] = 1.0"]
+    if x_array:
+        lines += ["        dxf[:] = 0.0", f"        rev({call}, out, dout)", "        Jf[i] = dxf"]
+    else:
+        lines += [f"        Jf[i, 0] = rev({call}, out, dout)[0]"]
+    return lines
+
+
+def hvp(f, argnums: int = 0):
+    """`h(*args, v)`: the Hessian of the float-valued `f` with respect to parameter
+    `argnums` (an int) times `v` (shaped like that parameter), by reverse over forward."""
+    return _second_order("hvp", f, argnums)
+
+
+def hessian(f, argnums: int = 0):
+    """`H(*args)`: the Hessian of the float-valued `f` with respect to parameter `argnums`
+    (an int), shaped `in.shape + in.shape` (a float for a scalar), one `hvp` per column."""
+    return _second_order("hessian", f, argnums)
+
+
+def _second_order(helper: str, f, argnums):
+    t = _Target(f)
+    (num,) = normalize_argnums(helper, t.fname, t.names, argnums, single_only=True)
+    derivatives: dict = {}
+
+    def make_impl(argtypes: tuple):
+        primal_types = argtypes[:len(t.names)]
+        require_float_return(helper, t.fname, t.primal, primal_types,
+                             "second derivatives are of float-valued functions")
+        acts = activities_for(helper, t.fname, t.names, primal_types, (num,), "reverse")
+        if acts not in derivatives:
+            derivatives[acts] = _reverse_over_forward(t, num, primal_types, acts)
+        x_array = acts[num] == "dup"
+        source = (_hvp_source if helper == "hvp" else _hessian_source)(t, num, argtypes,
+                                                                      x_array)
+        return compile_impl(source, {"hv": derivatives[acts]})
+
+    labels = t.names + (["v"] if helper == "hvp" else [])
+    return typed_dispatcher(f"{helper}_{t.fname}", labels, make_impl)
+
+
+def _reverse_over_forward(t: _Target, num: int, primal_types: tuple, acts: tuple):
+    """`hv(..., x, d_x, v, ...)`: the reverse derivative of the directional derivative
+    `(..., x, v, ...) -> f'(x) v` (the forward derivative's tangent), H v into `d_x`."""
+    forward = tuple("dup" if a == "active" else a for a in acts)
+    fwd = derive_diff(t.primal, f"t_{t.fname}", forward, "forward")
+    params = t.args[:num + 1] + ["v"] + t.args[num + 1:]
+    source = (f"def directional({', '.join(params)}):\n"
+              f"    return fwd({', '.join(params)})[1]\n")
+    directional = njit_wrapper(source, "directional", {"fwd": fwd},
+                               as_name=f"directional_{t.fname}")
+    outer = acts[:num + 1] + ("const",) + acts[num + 1:]
+    return derive_diff(directional, f"hvp_{t.fname}", outer)
+
+
+def _hv_call(t: _Target, num: int, x_array: bool, v: str) -> str:
+    args = list(t.args)
+    args[num] = "x, dx" if x_array else "x"
+    return f"hv({', '.join(args[:num + 1] + [v] + args[num + 1:])})"
+
+
+def _hvp_source(t: _Target, num: int, argtypes: tuple, x_array: bool) -> str:
+    v = f"a{len(t.args)}"            # the dispatcher's generated name of `v`
+    lines = [f"def impl({', '.join(t.args + [v])}):",
+             contiguous_line("x", t.args[num], argtypes[num])]
+    if not x_array:
+        return "\n".join(lines + [f"    return {_hv_call(t, num, False, v)}[0]"]) + "\n"
+    lines += [contiguous_line("w", v, argtypes[-1]),
+              "    if w.shape != x.shape:",
+              f"        raise ValueError('hvp({t.fname}): v must have the shape of "
+              f"{t.names[num]}')",
+              "    dx = np.zeros_like(x)",
+              f"    {_hv_call(t, num, True, 'w')}",
+              "    return dx"]
+    return "\n".join(lines) + "\n"
+
+
+def _hessian_source(t: _Target, num: int, argtypes: tuple, x_array: bool) -> str:
+    lines = [f"def impl({', '.join(t.args)}):",
+             contiguous_line("x", t.args[num], argtypes[num])]
+    if not x_array:
+        return "\n".join(lines + [f"    return {_hv_call(t, num, False, '1.0')}[0]"]) + "\n"
+    lines += ["    n = x.size",
+              "    H = np.empty(x.shape + x.shape, x.dtype)",
+              "    Hf = H.reshape((n, n))",
+              "    e = np.zeros_like(x)",
+              "    ef = e.reshape(n)",
+              "    dx = np.zeros_like(x)",
+              "    dxf = dx.reshape(n)",
+              "    for i in range(n):",
+              "        ef[:] = 0.0",
+              "        ef[i] = 1.0",
+              "        dxf[:] = 0.0",
+              f"        {_hv_call(t, num, True, 'e')}",
+              "        Hf[:, i] = dxf",
+              "    return H"]
+    return "\n".join(lines) + "\n"
+
+
+__all__ = ["grad", "hessian", "hvp", "jacobian", "value_and_grad"]
