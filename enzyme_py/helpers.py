@@ -17,10 +17,10 @@ import inspect
 
 from numba import types
 
-from .api import as_dispatcher, derive_diff
+from .api import derive_diff
 from .numba_bridge.link import njit_wrapper
-from .typed_dispatch import (activities_for, compile_impl, contiguous_line, float_kind,
-                             normalize_argnums, require_float_return, return_type,
+from .typed_dispatch import (activities_for, compile_impl, contiguous_line, float_kind, kept,
+                             normalize_argnums, primal_of, require_float_return, return_type,
                              typed_dispatcher)
 
 #: Directions per vector forward pass of `jacobian(..., mode="forward")`.
@@ -32,7 +32,7 @@ class _Target:
     """The function a helper differentiates: its dispatcher, name and parameter names."""
 
     def __init__(self, f) -> None:
-        self.primal = as_dispatcher(f)
+        self.primal = primal_of(f)
         self.fname = self.primal.py_func.__name__
         self.names = list(inspect.signature(self.primal.py_func).parameters)
         self.args = [f"a{i}" for i in range(len(self.names))]
@@ -53,15 +53,13 @@ def _gradient(helper: str, f, argnums, with_value: bool):
     t = _Target(f)
     single = not isinstance(argnums, tuple)
     nums = normalize_argnums(helper, t.fname, t.names, argnums)
-    derivatives: dict = {}
 
     def make_impl(argtypes: tuple):
         require_float_return(helper, t.fname, t.primal, argtypes,
                              "use jacobian for array results")
         acts = activities_for(helper, t.fname, t.names, argtypes, nums, "reverse")
-        if acts not in derivatives:
-            derivatives[acts] = derive_diff(t.primal, f"{helper}_{t.fname}", acts,
-                                            return_primal=with_value)
+        df = kept(t.primal, ("grad", acts, with_value), lambda: derive_diff(
+            t.primal, f"{helper}_{t.fname}", acts, return_primal=with_value))
         lines, call, grads, n_active = [f"def impl({', '.join(t.args)}):"], [], {}, 0
         for i, (a, act) in enumerate(zip(t.args, acts)):
             if act == "dup":
@@ -78,7 +76,7 @@ def _gradient(helper: str, f, argnums, with_value: bool):
         lines.append("    g = r[1]" if with_value else "    g = r")
         result = grads[nums[0]] if single else "(" + "".join(grads[i] + ", " for i in nums) + ")"
         lines.append(f"    return (r[0], {result})" if with_value else f"    return {result}")
-        return compile_impl("\n".join(lines) + "\n", {"df": derivatives[acts]})
+        return compile_impl("\n".join(lines) + "\n", {"df": df})
 
     return typed_dispatcher(f"{helper}_{t.fname}", t.names, make_impl)
 
@@ -95,23 +93,22 @@ def jacobian(f, argnums: int = 0, mode: str = "auto", chunk: int = CHUNK):
                          f"not {mode!r}")
     if not (isinstance(chunk, int) and chunk >= 1):
         raise ValueError(f"jacobian({t.fname}): chunk must be a positive int, not {chunk!r}")
-    writers: dict = {}
-
     def make_impl(argtypes: tuple):
         restype = return_type(t.primal, argtypes)
         out_kind = float_kind(restype)
         if out_kind is None:
             raise ValueError(f"jacobian({t.fname}) needs {t.fname} to return a float or an "
                              f"array of floats; it returns {restype}")
-        if out_kind not in writers:
-            writers[out_kind] = _writer(t, out_kind)
+        writer = kept(t.primal, ("writer", out_kind), lambda: _writer(t, out_kind))
         acts = {m: activities_for("jacobian", t.fname, t.names, argtypes, (num,), m) + ("dup",)
                 for m in ("forward", "reverse")}
         namespace = {"primal": t.primal}
         if mode != "reverse":
-            namespace["fwd"] = _derived(writers[out_kind], "jacfwd", acts["forward"], chunk)
+            namespace["fwd"] = kept(t.primal, ("jacfwd", out_kind, acts["forward"], chunk),
+                                    lambda: _derived(writer, "forward", acts["forward"], chunk))
         if mode != "forward":
-            namespace["rev"] = _derived(writers[out_kind], "jacrev", acts["reverse"], 1)
+            namespace["rev"] = kept(t.primal, ("jacrev", out_kind, acts["reverse"]),
+                                    lambda: _derived(writer, "reverse", acts["reverse"], 1))
         source = _jacobian_source(t, num, argtypes, restype, mode, chunk)
         return compile_impl(source, namespace)
 
@@ -119,23 +116,18 @@ def jacobian(f, argnums: int = 0, mode: str = "auto", chunk: int = CHUNK):
 
 
 def _writer(t: _Target, out_kind: str):
-    """`write(*args, out)`: `out[:] = f(*args)` (`out[0] = ...` for a float result), the
-    form whose derivative is a Jacobian-vector product into `out`'s shadow for both modes
-    and any width."""
-    lhs = "out[:]" if out_kind == "array" else "out[0]"
-    source = (f"def write({', '.join(t.args + ['out'])}):\n"
-              f"    {lhs} = primal({', '.join(t.args)})\n")
+    """`write(*args, out)`: the result of `f(*args)` flattened into `out` (one element for a
+    float), whose derivatives in both modes and any width (unlike those of `f` for an array
+    result) take and give `out`'s shadow, one row of the Jacobian per element."""
+    value = f"primal({', '.join(t.args)})"
+    line = f"out[:] = {value}.ravel()" if out_kind == "array" else f"out[0] = {value}"
+    source = f"def write({', '.join(t.args + ['out'])}):\n    {line}\n"
     return njit_wrapper(source, "write", {"primal": t.primal}, as_name=f"{t.fname}_into")
 
 
-def _derived(writer, prefix: str, acts: tuple, width: int):
-    cache = writer.__dict__.setdefault("_enzyme_derived", {})
-    key = (prefix, acts, width)
-    if key not in cache:
-        mode = "forward" if prefix == "jacfwd" else "reverse"
-        cache[key] = derive_diff(writer, f"{prefix}_{writer.py_func.__name__}", acts, mode,
-                                 width=width)
-    return cache[key]
+def _derived(writer, mode: str, acts: tuple, width: int):
+    prefix = "jacfwd" if mode == "forward" else "jacrev"
+    return derive_diff(writer, f"{prefix}_{writer.py_func.__name__}", acts, mode, width=width)
 
 
 def _jacobian_source(t: _Target, num: int, argtypes: tuple, restype, mode: str,
@@ -147,21 +139,16 @@ def _jacobian_source(t: _Target, num: int, argtypes: tuple, restype, mode: str,
     dtype = f"np.{(restype.dtype if y_array else restype).name}"
     args = list(t.args)
     args[num] = "x"
-    call = ", ".join(args)
-
-    def with_shadow(shadow: str) -> str:
-        """The call's arguments with `shadow` after `x`."""
-        return ", ".join(args[:num + 1] + [shadow] + args[num + 1:])
     lines = [f"def impl({', '.join(t.args)}):", contiguous_line("x", t.args[num], argtypes[num]),
-             f"    y = primal({call})",
+             f"    y = primal({', '.join(args)})" if y_array else "    y = 0.0",
              f"    n = {'x.size' if x_array else '1'}",
              f"    m = {'y.size' if y_array else '1'}",
-             f"    yshape = {'y.shape' if y_array else '()'}",
-             f"    out = np.empty({'y.shape' if y_array else '1'}, {dtype})",
-             f"    J = np.empty(yshape + {'x.shape' if x_array else '()'}, {dtype})",
+             f"    out = np.empty(m, {dtype})",
+             f"    J = np.empty({'y.shape' if y_array else '()'} + "
+             f"{'x.shape' if x_array else '()'}, {dtype})",
              "    Jf = J.reshape((m, n))"]
-    forward = _forward_lines(with_shadow("T"), x_array, chunk)
-    reverse = _reverse_lines(with_shadow("dx") if x_array else call, x_array)
+    forward = _forward_lines(_inserted(args, num, ["T"]), x_array, chunk)
+    reverse = _reverse_lines(_inserted(args, num, ["dx"] if x_array else []), x_array)
     if mode == "auto":
         lines.append(f"    if (n + {chunk - 1}) // {chunk} <= m:")
         lines += ["    " + line for line in forward]
@@ -173,14 +160,18 @@ def _jacobian_source(t: _Target, num: int, argtypes: tuple, restype, mode: str,
     return "\n".join(lines) + "\n"
 
 
+def _inserted(args: list[str], num: int, after: list[str]) -> str:
+    """`args` joined for a call, with `after` inserted after argument `num`."""
+    return ", ".join(args[:num + 1] + after + args[num + 1:])
+
+
 def _forward_lines(call: str, x_array: bool, chunk: int) -> list[str]:
     """Columns of J, `chunk` at a time: tangents `T` (unit directions) in, `tout` out."""
     tangent = f"np.zeros(({chunk},) + x.shape, x.dtype)" if x_array else f"np.zeros({chunk})"
     seeded = "T.reshape((T.shape[0], n))" if x_array else f"T.reshape(({chunk}, 1))"
     return [f"    T = {tangent}",
             f"    Tf = {seeded}",
-            "    tout = np.zeros((T.shape[0],) + out.shape, out.dtype)",
-            "    toutf = tout.reshape((T.shape[0], m))",
+            "    tout = np.zeros((T.shape[0], m), out.dtype)",
             f"    for start in range(0, n, {chunk}):",
             f"        c = min({chunk}, n - start)",
             "        Tf[:] = 0.0",
@@ -188,18 +179,17 @@ def _forward_lines(call: str, x_array: bool, chunk: int) -> list[str]:
             "            Tf[j, start + j] = 1.0",
             f"        fwd({call}, out, tout)",
             "        for j in range(c):",
-            "            Jf[:, start + j] = toutf[j]"]
+            "            Jf[:, start + j] = tout[j]"]
 
 
 def _reverse_lines(call: str, x_array: bool) -> list[str]:
     """Rows of J: the seed `dout` = e_i in, the gradient of `x` out."""
-    lines = ["    dout = np.zeros(out.shape, out.dtype)",
-             "    doutf = dout.reshape(m)"]
+    lines = ["    dout = np.zeros(m, out.dtype)"]
     if x_array:
         lines += ["    dx = np.zeros_like(x)", "    dxf = dx.reshape(n)"]
     lines += ["    for i in range(m):",
-              "        doutf[:] = 0.0",
-              "        doutf[i] = 1.0"]
+              "        dout[:] = 0.0",
+              "        dout[i] = 1.0"]
     if x_array:
         lines += ["        dxf[:] = 0.0", f"        rev({call}, out, dout)", "        Jf[i] = dxf"]
     else:
@@ -222,32 +212,29 @@ def hessian(f, argnums: int = 0):
 def _second_order(helper: str, f, argnums):
     t = _Target(f)
     (num,) = normalize_argnums(helper, t.fname, t.names, argnums, single_only=True)
-    derivatives: dict = {}
 
     def make_impl(argtypes: tuple):
         primal_types = argtypes[:len(t.names)]
         require_float_return(helper, t.fname, t.primal, primal_types,
                              "second derivatives are of float-valued functions")
         acts = activities_for(helper, t.fname, t.names, primal_types, (num,), "reverse")
-        if acts not in derivatives:
-            derivatives[acts] = _reverse_over_forward(t, num, primal_types, acts)
+        hv = kept(t.primal, ("hvp", num, acts), lambda: _reverse_over_forward(t, num, acts))
         x_array = acts[num] == "dup"
         source = (_hvp_source if helper == "hvp" else _hessian_source)(t, num, argtypes,
                                                                       x_array)
-        return compile_impl(source, {"hv": derivatives[acts]})
+        return compile_impl(source, {"hv": hv})
 
     labels = t.names + (["v"] if helper == "hvp" else [])
     return typed_dispatcher(f"{helper}_{t.fname}", labels, make_impl)
 
 
-def _reverse_over_forward(t: _Target, num: int, primal_types: tuple, acts: tuple):
+def _reverse_over_forward(t: _Target, num: int, acts: tuple):
     """`hv(..., x, d_x, v, ...)`: the reverse derivative of the directional derivative
     `(..., x, v, ...) -> f'(x) v` (the forward derivative's tangent), H v into `d_x`."""
     forward = tuple("dup" if a == "active" else a for a in acts)
     fwd = derive_diff(t.primal, f"t_{t.fname}", forward, "forward")
-    params = t.args[:num + 1] + ["v"] + t.args[num + 1:]
-    source = (f"def directional({', '.join(params)}):\n"
-              f"    return fwd({', '.join(params)})[1]\n")
+    params = _inserted(t.args, num, ["v"])
+    source = f"def directional({params}):\n    return fwd({params})[1]\n"
     directional = njit_wrapper(source, "directional", {"fwd": fwd},
                                as_name=f"directional_{t.fname}")
     outer = acts[:num + 1] + ("const",) + acts[num + 1:]
@@ -256,8 +243,8 @@ def _reverse_over_forward(t: _Target, num: int, primal_types: tuple, acts: tuple
 
 def _hv_call(t: _Target, num: int, x_array: bool, v: str) -> str:
     args = list(t.args)
-    args[num] = "x, dx" if x_array else "x"
-    return f"hv({', '.join(args[:num + 1] + [v] + args[num + 1:])})"
+    args[num] = "x"
+    return f"hv({_inserted(args, num, ['dx', v] if x_array else [v])})"
 
 
 def _hvp_source(t: _Target, num: int, argtypes: tuple, x_array: bool) -> str:

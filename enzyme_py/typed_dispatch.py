@@ -8,6 +8,8 @@ for those types. The helpers (`grad`, `jacobian`, ...) are built on it.
 from __future__ import annotations
 
 import itertools
+import weakref
+from types import FunctionType
 
 import numpy as np
 from numba import types
@@ -15,10 +17,22 @@ from numba.extending import overload
 
 from ir_passes.errors import ActivityError
 
+from .api import as_dispatcher
 from .call_boundary import guard_first_calls
 from .numba_bridge.link import njit_wrapper
 
 _ids = itertools.count()
+_jitted: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def primal_of(f):
+    """`f` as a dispatcher (`api.as_dispatcher`), the same one for the same plain function,
+    so that helpers made again for it find its derivatives `kept`."""
+    if isinstance(f, FunctionType):
+        if f not in _jitted:
+            _jitted[f] = as_dispatcher(f)
+        return _jitted[f]
+    return as_dispatcher(f)
 
 
 def typed_dispatcher(name: str, labels: list[str], make_impl):
@@ -46,6 +60,15 @@ def typed_dispatcher(name: str, labels: list[str], make_impl):
     dispatcher = njit_wrapper(source, "helper", {"stub": stub}, as_name=name)
     guard_first_calls(dispatcher, name, labels)
     return dispatcher
+
+
+def kept(primal, key: tuple, make):
+    """`make()`, computed once per `key` and kept on the dispatcher `primal`: helpers made
+    again for the same function reuse its compiled derivatives."""
+    store = primal.__dict__.setdefault("_enzyme_helpers", {})
+    if key not in store:
+        store[key] = make()
+    return store[key]
 
 
 def compile_impl(source: str, namespace: dict):
@@ -133,5 +156,5 @@ def contiguous_line(var: str, arg: str, t) -> str:
     return f"    {var} = {arg}"
 
 
-__all__ = ["activities_for", "compile_impl", "contiguous_line", "float_kind",
-           "normalize_argnums", "require_float_return", "return_type", "typed_dispatcher"]
+__all__ = ["activities_for", "compile_impl", "contiguous_line", "float_kind", "kept",
+           "normalize_argnums", "primal_of", "require_float_return", "return_type", "typed_dispatcher"]
