@@ -129,7 +129,7 @@ class _Problem:
         for i, (a, w) in enumerate(zip(self.args, words)):
             call.append(_copy(a))
             if w != "const":
-                tangents[i] = _copy(self.t[i]) if i in self.t else _copy(a) * 0
+                tangents[i] = _copy(self.t.get(i, a))     # not a float: refused by fwd
                 call.append(tangents[i])
         result = fwd(*call)
         out = {RETURN: result[1]} if self.returns else {}
@@ -145,7 +145,7 @@ class _Problem:
         for i, (a, w) in enumerate(zip(self.args, words)):
             call.append(_copy(a))
             if w in ("dup", "dupnoneed"):
-                shadows[i] = _copy(self.w[self.names[i]])
+                shadows[i] = _copy(self.w.get(self.names[i], a))  # not a float: refused
                 call.append(shadows[i])
         if self.returns and np.ndim(self.w[RETURN]) > 0:
             call.append(_copy(self.w[RETURN]))

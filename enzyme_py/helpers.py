@@ -17,6 +17,8 @@ import inspect
 
 from numba import types
 
+from ir_passes.errors import ActivityError
+
 from .api import derive_diff
 from .numba_bridge.link import njit_wrapper
 from .typed_dispatch import (activities_for, compile_impl, contiguous_line, float_kind, kept,
@@ -60,25 +62,32 @@ def _gradient(helper: str, f, argnums, with_value: bool):
         acts = activities_for(helper, t.fname, t.names, argtypes, nums, "reverse")
         df = kept(t.primal, ("grad", acts, with_value), lambda: derive_diff(
             t.primal, f"{helper}_{t.fname}", acts, return_primal=with_value))
-        lines, call, grads, n_active = [f"def impl({', '.join(t.args)}):"], [], {}, 0
-        for i, (a, act) in enumerate(zip(t.args, acts)):
-            if act == "dup":
-                lines += [contiguous_line(f"x{i}", a, argtypes[i]),
-                          f"    s{i} = np.zeros_like(x{i})"]
-                call += [f"x{i}", f"s{i}"]
-                grads[i] = f"s{i}"
-            else:
-                call.append(a)
-            if act == "active":
-                grads[i] = f"g[{n_active}]"
-                n_active += 1
-        lines.append(f"    r = df({', '.join(call)})")
-        lines.append("    g = r[1]" if with_value else "    g = r")
-        result = grads[nums[0]] if single else "(" + "".join(grads[i] + ", " for i in nums) + ")"
-        lines.append(f"    return (r[0], {result})" if with_value else f"    return {result}")
-        return compile_impl("\n".join(lines) + "\n", {"df": df})
+        source = _gradient_source(t, argtypes, acts, nums, single, with_value)
+        return compile_impl(source, {"df": df})
 
     return typed_dispatcher(f"{helper}_{t.fname}", t.names, make_impl)
+
+
+def _gradient_source(t: _Target, argtypes: tuple, acts: tuple, nums: tuple, single: bool,
+                     with_value: bool) -> str:
+    """`impl`: zeroed shadows for the "dup" arrays, one reverse pass, the gradients picked
+    in `argnums` order from the shadows and the returned gradients of "active" floats."""
+    lines, call, grads, n_active = [f"def impl({', '.join(t.args)}):"], [], {}, 0
+    for i, (a, act) in enumerate(zip(t.args, acts)):
+        if act == "dup":
+            lines += [contiguous_line(f"x{i}", a, argtypes[i]), f"    s{i} = np.zeros_like(x{i})"]
+            call += [f"x{i}", f"s{i}"]
+            grads[i] = f"s{i}"
+        else:
+            call.append(a)
+        if act == "active":
+            grads[i] = f"g[{n_active}]"
+            n_active += 1
+    lines.append(f"    r = df({', '.join(call)})")
+    lines.append("    g = r[1]" if with_value else "    g = r")
+    result = grads[nums[0]] if single else "(" + "".join(grads[i] + ", " for i in nums) + ")"
+    lines.append(f"    return (r[0], {result})" if with_value else f"    return {result}")
+    return "\n".join(lines) + "\n"
 
 
 def jacobian(f, argnums: int = 0, mode: str = "auto", chunk: int = CHUNK):
@@ -93,12 +102,13 @@ def jacobian(f, argnums: int = 0, mode: str = "auto", chunk: int = CHUNK):
                          f"not {mode!r}")
     if not (isinstance(chunk, int) and chunk >= 1):
         raise ValueError(f"jacobian({t.fname}): chunk must be a positive int, not {chunk!r}")
+
     def make_impl(argtypes: tuple):
         restype = return_type(t.primal, argtypes)
         out_kind = float_kind(restype)
         if out_kind is None:
-            raise ValueError(f"jacobian({t.fname}) needs {t.fname} to return a float or an "
-                             f"array of floats; it returns {restype}")
+            raise ActivityError(f"jacobian({t.fname}) needs {t.fname} to return a float or an "
+                                f"array of floats; it returns {restype}")
         writer = kept(t.primal, ("writer", out_kind), lambda: _writer(t, out_kind))
         acts = {m: activities_for("jacobian", t.fname, t.names, argtypes, (num,), m) + ("dup",)
                 for m in ("forward", "reverse")}

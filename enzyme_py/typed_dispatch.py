@@ -157,4 +157,5 @@ def contiguous_line(var: str, arg: str, t) -> str:
 
 
 __all__ = ["activities_for", "compile_impl", "contiguous_line", "float_kind", "kept",
-           "normalize_argnums", "primal_of", "require_float_return", "return_type", "typed_dispatcher"]
+           "normalize_argnums", "primal_of", "require_float_return", "return_type",
+           "typed_dispatcher"]
