@@ -12,7 +12,7 @@ import pytest
 from numba import types
 
 import enzyme_py
-from enzyme_py import (ActivityError, UnsupportedError, autodiff, check, derive_diff, grad,
+from enzyme_py import (ActivityError, ArgumentError, UnsupportedError, autodiff, check, derive_diff, grad,
                        hessian, hvp, jacobian, register_rule, value_and_grad)
 
 
@@ -257,6 +257,9 @@ def test_type_errors_are_clear_at_the_first_call():
     with pytest.raises(ActivityError, match=r"grad\(counted\): cannot differentiate with "
                        r"respect to 'n' \(argnums 1\), which is int64"):
         grad(counted, argnums=1)(X3, 3)
+    with pytest.raises(ArgumentError, match=r"hvp_least_squares expected 4 arguments \(x, A, "
+                       r"b, v\), got 3: missing v"):
+        hvp(least_squares)(X3, A, B)
 
 
 # ---------------------------------------------------------------- check
@@ -319,7 +322,7 @@ def test_the_autodiff_object_is_callable_from_njit_and_accepted_by_the_helpers()
 # ---------------------------------------------------------------- the four compositions
 def test_second_derivative_compositions_on_an_array_kernel():
     """Reverse over forward and forward over forward work; forward over reverse and reverse
-    over reverse are refused: the inner reverse pass pushes active values onto its tape,
+    over reverse are refused: the inner reverse pass pushes the residuals onto its tape,
     memory the outer pass has no shadow for."""
     fwd = derive_diff(least_squares, "fwd_ls", ("dup", "const", "const"), mode="forward")
     rev = derive_diff(least_squares, "rev_ls", ("dup", "const", "const"))
@@ -346,3 +349,30 @@ def test_second_derivative_compositions_on_an_array_kernel():
         d = derive_diff(gradient_dot, None, ("dup", "const", "const", "const"), mode=mode)
         with pytest.raises(UnsupportedError, match=tape):
             d(X3, np.zeros(3), V3, A, B)
+
+
+def cubes(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += x[i] ** 3
+    return s
+
+
+def test_over_reverse_works_while_the_inner_tape_holds_no_active_value():
+    """The reverse pass of `cubes` reloads x[i] instead of taping it: both outer modes work."""
+    rev = derive_diff(cubes, "rev_cubes", ("dup",))
+
+    @numba.njit
+    def gradient_dot(x, v):
+        dx = np.zeros_like(x)
+        rev(x, dx)
+        return (dx * v).sum()
+
+    x, v, u = np.array([0.5, -1.0, 2.0]), np.array([1.0, 2.0, 3.0]), np.array([0.3, 0.1, -2.0])
+    H = np.diag(6.0 * x)
+    value, tangent = derive_diff(gradient_dot, None, ("dup", "const"), mode="forward")(x, u, v)
+    assert value == pytest.approx(3 * x * x @ v, rel=1e-14)
+    assert tangent == pytest.approx(u @ H @ v, rel=1e-12)
+    dx = np.zeros(3)
+    derive_diff(gradient_dot, None, ("dup", "const"))(x, dx, v)
+    close(dx, H @ v)
