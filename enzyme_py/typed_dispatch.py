@@ -8,7 +8,6 @@ for those types. The helpers (`grad`, `jacobian`, ...) are built on it.
 from __future__ import annotations
 
 import itertools
-import weakref
 from types import FunctionType
 
 import numpy as np
@@ -22,16 +21,15 @@ from .call_boundary import guard_first_calls
 from .numba_bridge.link import njit_wrapper
 
 _ids = itertools.count()
-_jitted: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def primal_of(f):
-    """`f` as a dispatcher (`api.as_dispatcher`), the same one for the same plain function,
-    so that helpers made again for it find its derivatives `kept`."""
+    """`f` as a dispatcher (`api.as_dispatcher`), the same one for the same plain function
+    (kept on the function), so that helpers made again for it find its derivatives `kept`."""
     if isinstance(f, FunctionType):
-        if f not in _jitted:
-            _jitted[f] = as_dispatcher(f)
-        return _jitted[f]
+        if "_enzyme_primal" not in f.__dict__:
+            f._enzyme_primal = as_dispatcher(f)
+        return f._enzyme_primal
     return as_dispatcher(f)
 
 
