@@ -2,7 +2,9 @@
 
 `derive_diff(f, name, activities, mode)` returns the derivative of a Python / `numba.njit`
 function as a Numba dispatcher callable from Python and from `@njit` code; `@autodiff` is the
-decorator form; `inspect` shows the IR of each stage; `register_rule` gives external scalar
+decorator form; `grad`, `value_and_grad`, `jacobian`, `hessian` and `hvp` are JAX-style
+helpers (Numba dispatchers too); `check` tests a derivative against finite differences;
+`inspect` shows the IR of each stage; `register_rule` gives external scalar
 functions a derivative. Errors: `ActivityError` (bad activities), `ArgumentError` (arguments
 of a derivative call that do not fit), `UnsupportedError` (a construct the pass cannot
 differentiate), all `EnzymePyError`s. `help(enzyme_py.derive_diff)` has the conventions.
@@ -10,9 +12,12 @@ differentiate), all `EnzymePyError`s. `help(enzyme_py.derive_diff)` has the conv
 from ir_passes.errors import ActivityError, ArgumentError, EnzymePyError, UnsupportedError
 
 from .api import autodiff, derive_diff
+from .checking import check
+from .helpers import grad, hessian, hvp, jacobian, value_and_grad
 from .inspection import inspect
 from .rules import register_rule
 from . import c  # noqa: E402,F401  (enzyme_py.c.derive: the C front end)
 
 __all__ = ["ActivityError", "ArgumentError", "EnzymePyError", "UnsupportedError", "autodiff",
-           "derive_diff", "inspect", "register_rule"]
+           "check", "derive_diff", "grad", "hessian", "hvp", "inspect", "jacobian",
+           "register_rule", "value_and_grad"]

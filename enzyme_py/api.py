@@ -81,7 +81,7 @@ def derive_diff(f, name: str | None, activities, mode: str = "reverse", *,
     `UnsupportedError` (a NotImplementedError) at the first call for a construct the pass
     cannot differentiate, naming it, its Python file:line and a workaround.
     """
-    primal = f if isinstance(f, Dispatcher) else njit(f)
+    primal = as_dispatcher(f)
     inner = getattr(primal, "enzyme", None)         # a derivative of a derivative
     spec = parse_spec(primal.py_func, activities, mode, ret, width, return_primal,
                       inner.argument_labels() if inner is not None else None)
@@ -189,5 +189,19 @@ class autodiff:
     def inspect(self, stage: str = "derivative") -> str:
         return self.derivative.enzyme.inspect(stage)  # type: ignore[union-attr]
 
+    @property
+    def _numba_type_(self):
+        """How Numba types this object: as its primal, so `@njit` code can call it."""
+        if self.primal is None:
+            raise TypeError("@autodiff(...) was not applied to a function")
+        return self.primal._numba_type_
 
-__all__ = ["autodiff", "derive_diff"]
+
+def as_dispatcher(f) -> Dispatcher:
+    """`f` as a Numba dispatcher: a dispatcher, an `@autodiff` object's primal, or njit(f)."""
+    if isinstance(f, autodiff):
+        return f.primal
+    return f if isinstance(f, Dispatcher) else njit(f)
+
+
+__all__ = ["as_dispatcher", "autodiff", "derive_diff"]
