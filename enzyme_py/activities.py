@@ -12,9 +12,8 @@ from dataclasses import dataclass
 
 from numba import types
 
-from ir_passes.diff.activity_check import (ParamKind, ParamType, check_activities, check_mode,
-                                           parse_activity)
-from ir_passes.diff.spec import Activity
+from ir_passes.api import (Activity, ParamKind, ParamType, check_activities, check_mode,
+                           parse_activity)
 from ir_passes.errors import ActivityError, UnsupportedError
 
 MODES = ("forward", "reverse")

@@ -18,11 +18,9 @@ from __future__ import annotations
 
 import os
 
-from ir_passes.canonicalize import canonicalize_module, parse, run_module_passes
-from ir_passes.diff.activity_check import (ParamKind, ParamType, check_activities,
-                                           parse_activity)
-from ir_passes.diff.returns import find_return_type
-from ir_passes.diff.spec import Activity, DiffSpec, ParamSpec
+from ir_passes.api import (Activity, DiffSpec, ParamKind, ParamSpec, ParamType, Target,
+                           canonicalize_module, check_activities, derivative_symbol,
+                           find_return_type, parse, parse_activity, run_module_passes)
 from ir_passes.errors import ActivityError, InvalidIRError
 from ir_passes.ir.builder import Builder
 from ir_passes.ir.parser import parse_module
@@ -30,7 +28,6 @@ from ir_passes.ir.printer import print_module
 from ir_passes.ir.types import (I32, I64, PTR, ArrayType, FloatType, FunctionType, IntType,
                                 StructType, Type)
 from ir_passes.ir.values import Function, Module, const_int
-from ir_passes.pipeline import Target, derivative_symbol
 
 from .sources import InspectionError, ir_error, read_ir
 

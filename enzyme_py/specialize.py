@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from numba import types
 
-from ir_passes.diff.reverse.plan import written_bases
-from ir_passes.diff.spec import ARRAY_DATA, Activity
+from ir_passes.api import (ARRAY_DATA, Activity, Stages, derivative_symbol, stage_name,
+                           written_bases)
 from ir_passes.ir.parser import parse_module
-from ir_passes.pipeline import Stages, derivative_symbol, stage_name
 
 from .activities import ActivitySpec, return_activity
 from .call_checks import check_lines

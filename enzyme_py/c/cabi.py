@@ -22,15 +22,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ir_passes.diff.activity_check import parse_activity
-from ir_passes.diff.spec import Activity, DiffSpec
+from ir_passes.api import Activity, DiffSpec, Stages, parse_activity
 from ir_passes.errors import ActivityError, UnsupportedError
 from ir_passes.ir.builder import Builder, declare
 from ir_passes.ir.parser import parse_module
 from ir_passes.ir.printer import print_module
 from ir_passes.ir.types import I32, I64, PTR, VOID, ArrayType, FunctionType, StructType, Type
 from ir_passes.ir.values import Function, Module, Value, const_int, zero
-from ir_passes.pipeline import Stages
 
 from ..ir_target import ir_target, named
 from ..sources import InspectionError

@@ -11,7 +11,7 @@ in the derivative's module: heap memory allocated inside the function gets a sha
 """
 from __future__ import annotations
 
-from ir_passes.diagnostics import Diagnostics
+from ir_passes.api import Diagnostics
 from ir_passes.errors import ActivityError, UnsupportedError
 from ir_passes.known.memory import NRT_RAW_ALLOC, NRT_RAW_FREE
 from ir_passes.ir.builder import Builder, declare

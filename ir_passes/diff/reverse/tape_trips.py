@@ -23,6 +23,7 @@ class TripCounts:
         self.symbols = symbols
 
     def trips(self, loop: Loop, term: Instruction | None) -> Expr | None:
+        """Iterations of `loop` per entry, from its latch terminator `term` (None: unknown)."""
         if term is None or term.opcode != "br" or len(term.operands) != 3:
             return None
         cond, if_true, _ = term.operands
