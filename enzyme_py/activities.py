@@ -2,7 +2,8 @@
 
 `parse_spec` checks what can be checked from the Python signature alone (count, words, mode
 combinations); `check_types` checks each activity against the Numba type of its argument
-once argument types are known (first call with new types).
+once argument types are known (first call with new types), through the check every front end
+shares (`ir_passes.diff.activity_check`).
 """
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from dataclasses import dataclass
 
 from numba import types
 
-from ir_passes.diff.spec import Activity
+from ir_passes.api import (Activity, ParamKind, ParamType, check_activities, check_mode,
+                           parse_activity)
 from ir_passes.errors import ActivityError, UnsupportedError
 
 MODES = ("forward", "reverse")
@@ -53,14 +55,8 @@ def parse_spec(pyfunc, activities, mode: str, ret, width: int,
                             f"({', '.join(params)}) but {len(words)} activities were given")
     acts = []
     for name, word in zip(params, words):
-        try:
-            act = Activity(word)
-        except ValueError:
-            raise ActivityError(f"parameter '{name}': unknown activity {word!r} (expected one "
-                                "of const, dup, active, dupnoneed)") from None
-        if act is Activity.ACTIVE and mode == "forward":
-            raise ActivityError(f"parameter '{name}': 'active' is for reverse mode; in forward "
-                                "mode mark it 'dup' and pass its tangent")
+        act = parse_activity(word, name)
+        check_mode(name, act, mode)
         acts.append(act)
     ret_act = _parse_ret(ret, mode)
     if not isinstance(width, int) or width < 1:
@@ -130,19 +126,15 @@ def is_float_array(t) -> bool:
 
 def check_types(spec: ActivitySpec, argtypes: tuple) -> None:
     """Check activities against the primal's argument types (raises ActivityError)."""
-    for name, act, t in zip(spec.params, spec.activities, argtypes):
-        if act is Activity.CONST:
-            continue
-        if not (is_float_scalar(t) or is_float_array(t)):
-            raise ActivityError(f"parameter '{name}' has type {t}: only float scalars and float "
-                                f"arrays can be differentiated; {_float_fix(t)}mark it "
-                                f"'const' if it is not differentiated")
-        if act is Activity.ACTIVE and not is_float_scalar(t):
-            raise ActivityError(f"parameter '{name}' is an array ({t}): arrays are passed by "
-                                "reference, mark it 'dup' and pass a shadow array")
-        if act.has_shadow and is_float_scalar(t) and spec.mode == "reverse":
-            raise ActivityError(f"parameter '{name}' is a float passed by value ({t}): in "
-                                "reverse mode mark it 'active' to get its gradient returned")
+    check_activities([_param_type(name, t) for name, t in zip(spec.params, argtypes)],
+                     spec.activities, spec.mode)
+
+
+def _param_type(name: str, t) -> ParamType:
+    """A parameter of Numba type `t` as the shared activity check describes it."""
+    kind = ParamKind.FLOAT if is_float_scalar(t) else \
+        ParamKind.ARRAY if is_float_array(t) else ParamKind.OTHER
+    return ParamType(name, kind, str(t), _float_fix(t))
 
 
 def _float_fix(t) -> str:

@@ -17,8 +17,8 @@ import os
 import sys
 import traceback
 
+from ir_passes.api import ALIASES, STAGES
 from ir_passes.errors import EnzymePyError
-from ir_passes.pipeline import ALIASES, STAGES
 
 from .cfg_files import check_cfg_path
 from .inspection import inspection, parse_sizes

@@ -18,12 +18,10 @@ from __future__ import annotations
 import os
 from typing import Mapping, Sequence
 
-from ir_passes.analysis.activity import ActivityInfo
-from ir_passes.analysis.cfg_dot import cfg_dot
+from ir_passes.api import (STAGES, ActivityInfo, StageError, Stages, Target, cfg_dot,
+                           source_summary, stage_name)
 from ir_passes.ir.printer import Namer
 from ir_passes.ir.values import Function, Module
-from ir_passes.pipeline import STAGES, StageError, Stages, Target, stage_name
-from ir_passes.source_lines import source_summary
 
 from .cfg_files import check_cfg_path, render_dot
 from .ir_target import ir_target, is_ir_source

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import os
 
-from ir_passes.canonicalize import canonicalize_module, parse, run_module_passes
-from ir_passes.diff.returns import find_return_type
-from ir_passes.diff.spec import Activity, DiffSpec, ParamSpec
+from ir_passes.api import (Activity, DiffSpec, ParamKind, ParamSpec, ParamType, Target,
+                           canonicalize_module, check_activities, derivative_symbol,
+                           find_return_type, parse, parse_activity, run_module_passes)
 from ir_passes.errors import ActivityError, InvalidIRError
 from ir_passes.ir.builder import Builder
 from ir_passes.ir.parser import parse_module
@@ -30,7 +30,6 @@ from ir_passes.ir.types import (I32, PTR, ArrayType, FloatType, FunctionType, In
                                 StructType, Type)
 from ir_passes.ir.values import Function, Module, const_int
 from ir_passes.known.array_layout import DATA, exploded_count, exploded_ndim, exploded_types
-from ir_passes.pipeline import Target, derivative_symbol
 
 from .sources import InspectionError, ir_error, read_ir
 
@@ -66,12 +65,14 @@ def ir_target(source, func: str, activities, mode: str, abi: str, ret, return_pr
         raise InspectionError(f"@{fn.name} does not have Numba's calling convention "
                               "(i32 (ptr %retptr, ptr %excinfo, ...)): use --abi c or auto")
     words = activities.split(",") if isinstance(activities, str) else list(activities)
-    acts = [_activity(str(w).strip()) for w in words]
+    acts = [parse_activity(str(w).strip()) for w in words]
     if abi == "c":
         primal_name, params = _c_abi_shim(module, fn, acts, mode)
     else:
         primal_name, params = func, _numba_abi_params(fn, acts)
-    _check_ir_activities(module.functions[primal_name], params, mode)
+    check_activities(_param_types(module.functions[primal_name], params),
+                     [p.activity for p in params], mode,
+                     "pointers to floats (dup)" if abi == "c" else "float arrays")
     canonical = _canonical(module, primal_name, canonicalize, text)
     primal = parse_module(canonical).functions[primal_name]
     slot = find_return_type(primal, 0)
@@ -125,14 +126,6 @@ def named(text: str) -> str:
                     inst.name = f"v{number}"
                     number += 1
     return str(ref) if changed else text
-
-
-def _activity(word: str) -> Activity:
-    try:
-        return Activity(word)
-    except ValueError:
-        raise ActivityError(f"unknown activity {word!r} (expected one of const, dup, active, "
-                            "dupnoneed)") from None
 
 
 def _has_numba_abi(fn: Function) -> bool:
@@ -210,25 +203,15 @@ def _c_abi_shim(module: Module, fn: Function, acts: list[Activity],
     return shim.name or "", params
 
 
-def _check_ir_activities(fn: Function, params: list[ParamSpec], mode: str) -> None:
+def _param_types(fn: Function, params: list[ParamSpec]) -> list[ParamType]:
+    """The parameters as the shared activity check describes them (arrays: by reference)."""
+    out = []
     for p in params:
-        if p.activity is Activity.CONST:
-            continue
-        if p.is_array:
-            if p.activity is Activity.ACTIVE:
-                raise ActivityError(f"parameter '{p.name}' is a pointer/array: mark it 'dup' "
-                                    "and pass a shadow")
-            continue
         t = fn.args[p.args[0]].type
-        if not isinstance(t, FloatType):
-            raise ActivityError(f"parameter '{p.name}' has type {t}: only float scalars and "
-                                "pointers to floats (dup) can be differentiated; mark it 'const'")
-        if p.activity is Activity.ACTIVE and mode == "forward":
-            raise ActivityError(f"parameter '{p.name}': 'active' is for reverse mode; in "
-                                "forward mode mark it 'dup'")
-        if p.activity.has_shadow and mode == "reverse":
-            raise ActivityError(f"parameter '{p.name}' is a float passed by value: in reverse "
-                                "mode mark it 'active'")
+        kind = ParamKind.ARRAY if p.is_array else \
+            ParamKind.FLOAT if isinstance(t, FloatType) else ParamKind.OTHER
+        out.append(ParamType(p.name, kind, "" if p.is_array else str(t)))
+    return out
 
 
 def _ir_return_activity(slot: Type, ret: str | None, mode: str) -> Activity:
@@ -237,7 +220,7 @@ def _ir_return_activity(slot: Type, ret: str | None, mode: str) -> Activity:
         if not differentiable:
             return Activity.CONST
         return Activity.ACTIVE if mode == "reverse" else Activity.DUP
-    act = _activity(ret)
+    act = parse_activity(ret)
     allowed = ("active", "const") if mode == "reverse" else ("dup", "dupnoneed", "const")
     if act.value not in allowed:
         raise ActivityError(f"ret={ret!r} is not valid in {mode} mode (expected one of "

@@ -19,10 +19,9 @@ from numba import njit, types
 from numba.core.dispatcher import Dispatcher
 from numba.core.errors import NumbaError
 
-from ir_passes.diff.spec import Activity, DiffSpec, ParamSpec
+from ir_passes.api import Activity, DiffSpec, ParamSpec, Target, derivative_symbol
 from ir_passes.ir.parser import parse_type
 from ir_passes.ir.types import DOUBLE, FLOAT, IntType
-from ir_passes.pipeline import Target, derivative_symbol
 
 from .activities import ActivitySpec, check_types, parse_spec, ret_words, return_activity
 from .numba_bridge.capture import CapturedFunction, capture

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from numba import types
 
-from ir_passes.diff.spec import Activity, ReturnLeaf
+from ir_passes.api import Activity, ReturnLeaf
 from ir_passes.errors import ActivityError
 from ir_passes.ir.parser import parse_type
 from ir_passes.ir.types import DOUBLE, FLOAT

@@ -13,8 +13,7 @@ functions cannot be described this way and are refused.
 """
 from __future__ import annotations
 
-from ir_passes.diff.rules import defrule, lookup
-from ir_passes.diff.rules.registry import Partials
+from ir_passes.api import Partials, defrule, lookup
 from ir_passes.known.calls import demangle_numba, known_problem
 
 

@@ -14,12 +14,10 @@ from dataclasses import dataclass
 
 from numba import types
 
-from ir_passes.diff.reverse.plan import written_bases
-from ir_passes.diff.spec import Activity, SplitSpec
+from ir_passes.api import (ARRAY_DATA, Activity, SplitSpec, Stages, derivative_symbol,
+                           stage_name, written_bases)
 from ir_passes.errors import ArgumentError
-from ir_passes.known.array_layout import DATA as ARRAY_DATA
 from ir_passes.ir.parser import parse_module
-from ir_passes.pipeline import Stages, derivative_symbol, stage_name
 
 from .activities import ActivitySpec, return_activity
 from .call_checks import check_lines

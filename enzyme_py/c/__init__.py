@@ -15,8 +15,8 @@ import os
 
 import numpy as np
 
+from ir_passes.api import derivative_symbol
 from ir_passes.ir.types import FloatType, IntType, Type
-from ir_passes.pipeline import derivative_symbol
 
 from ..numba_bridge.link import compile_library, unique_symbol
 from .cabi import CDerivative, c_derivative

@@ -22,14 +22,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ir_passes.diff.spec import Activity, DiffSpec
+from ir_passes.api import Activity, DiffSpec, Stages, parse_activity
 from ir_passes.errors import ActivityError, UnsupportedError
 from ir_passes.ir.builder import Builder, declare
 from ir_passes.ir.parser import parse_module
 from ir_passes.ir.printer import print_module
 from ir_passes.ir.types import I32, I64, PTR, VOID, ArrayType, FunctionType, StructType, Type
 from ir_passes.ir.values import Function, Module, Value, const_int, zero
-from ir_passes.pipeline import Stages
 
 from ..ir_target import ir_target, named
 from ..sources import InspectionError
@@ -112,11 +111,7 @@ def _activities(primal: Function, activities, mode: str) -> list[Activity]:
                             f"{len(words)} activities were given")
     acts = []
     for arg, word in zip(primal.args, words):
-        try:
-            acts.append(word if isinstance(word, Activity) else Activity(str(word).strip()))
-        except ValueError:
-            raise ActivityError(f"unknown activity {word!r} (expected one of const, dup, "
-                                "active, dupnoneed)") from None
+        acts.append(word if isinstance(word, Activity) else parse_activity(str(word).strip()))
         if "byval" in arg.attrs or "sret" in arg.attrs:
             raise UnsupportedError(f"@{primal.name}: a struct passed by value (parameter "
                                    f"{arg.index}) is not supported yet",

@@ -24,9 +24,7 @@ from dataclasses import dataclass
 
 import llvmlite.binding as llvm
 
-from ir_passes.canonicalize import parse
-from ir_passes.diagnostics import Diagnostics
-from ir_passes.diff.spec import Activity
+from ir_passes.api import Activity, Diagnostics, parse
 from ir_passes.errors import ActivityError, EnzymePyError, UnsupportedError
 from ir_passes.ir.builder import Builder
 from ir_passes.ir.parser import parse_module

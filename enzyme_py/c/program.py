@@ -13,7 +13,7 @@ a shadow.
 """
 from __future__ import annotations
 
-from ir_passes.diagnostics import Diagnostics
+from ir_passes.api import Diagnostics
 from ir_passes.errors import ActivityError, UnsupportedError
 from ir_passes.ir.builder import Builder, declare
 from ir_passes.ir.types import I64, PTR, VOID, Type

@@ -53,7 +53,7 @@ from numba.core.lowering import Lower
 from numba.core.runtime import rtsys
 from numba.core.typed_passes import NativeLowering
 
-from ir_passes.canonicalize import canonicalize_module, parse, run_module_passes
+from ir_passes.api import canonicalize_module, parse, run_module_passes
 from ir_passes.errors import UnsupportedError
 from ir_passes.known.calls import describe_symbol
 

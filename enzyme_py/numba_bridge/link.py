@@ -33,7 +33,7 @@ from numba.core.compiler_lock import global_compiler_lock
 from numba.core.registry import cpu_target
 from numba.extending import intrinsic
 
-from ir_passes.canonicalize import parse
+from ir_passes.api import parse
 from ir_passes.errors import InvalidIRError
 
 __all__ = ["Built", "compile_library", "lazy_intrinsic", "llvm_abi", "njit_wrapper",

@@ -2,34 +2,28 @@
 
 Float scalars marked active/dup are varied; the data pointer of every array with a shadow,
 and the return slot when the return value is differentiated, address shadowed memory. The
-checks are those that hold in both modes; mode-specific ones live in the synthesizers.
+activities are checked against the parameter types first (`activity_check`).
 """
 from __future__ import annotations
 
-from ..errors import ActivityError
-from ..ir.types import FloatType, Type
+from ..ir.types import Type
 from ..ir.values import Argument, Function, Value
+from .activity_check import check_activities, spec_param_types
 from .returns import return_slot
-from .spec import Activity, DiffSpec
+from .spec import DiffSpec
 
 
 def activity_seeds(fn: Function, spec: DiffSpec) -> tuple[set[Argument], set[Argument]]:
-    """(varied arguments, arguments pointing at shadowed memory) of `fn` under `spec`."""
+    """(varied arguments, arguments pointing at shadowed memory) of `fn` under `spec`;
+    raises `ActivityError` if an activity does not fit its parameter's type."""
+    check_activities(spec_param_types(fn, spec), (p.activity for p in spec.params), spec.mode)
     varied: set[Argument] = set()
     shadowed: set[Argument] = set()
     for p in spec.params:
-        if not p.activity.is_differentiated:
-            continue
-        if p.is_array:
-            if p.activity is Activity.ACTIVE:
-                raise ActivityError(f"parameter '{p.name}' is an array: mark it 'dup' "
-                                    "(arrays are passed by reference)")
+        if p.activity.is_differentiated and p.is_array:
             shadowed.add(fn.args[p.data_arg])
-            continue
-        arg = fn.args[p.args[0]]
-        if len(p.args) != 1 or not isinstance(arg.type, FloatType):
-            raise ActivityError(f"parameter '{p.name}' is not a float: mark it 'const'")
-        varied.add(arg)
+        elif p.activity.is_differentiated:
+            varied.add(fn.args[p.args[0]])
     if return_slot(fn, spec).differentiable:
         shadowed.add(fn.args[spec.retptr])
     return varied, shadowed

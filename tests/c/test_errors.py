@@ -63,8 +63,8 @@ def test_memory_without_shadow_suggests_malloc():
 
 
 @pytest.mark.parametrize("fn, acts, mode, message", [
-    ("opaque", "dup", "reverse", "parameter 'arg0' is a float passed by value: in reverse mode "
-     "mark it 'active'"),
+    ("opaque", "dup", "reverse", "parameter 'arg0' is a float passed by value (double): in "
+     "reverse mode mark it 'active'"),
     ("opaque", "active", "forward", "parameter 'arg0': 'active' is for reverse mode; in forward "
      "mode mark it 'dup'"),
     ("fact", "active", "reverse", "@fact has 2 parameter(s) but 1 activities were given"),

@@ -100,7 +100,8 @@ def test_ir_function_and_activities(capsys):
         "use --abi c or auto")
     assert fails(capsys, [KERNELS_LL, "--func", "poly", "--args", "active,active",
                           "--mode", "forward"]) == (
-        "parameter 'x': 'active' is for reverse mode; in forward mode mark it 'dup'")
+        "parameter 'x': 'active' is for reverse mode; in forward mode mark it 'dup' and pass "
+        "its tangent")
 
 
 # ---------------------------------------------------------------- Python targets

@@ -9,7 +9,6 @@ from ...analysis.activity import analyze_activity, carries_float
 from ...analysis.cfg import Loop, blocks_reaching, reverse_post_order
 from ...analysis.types import analyze_memory_types
 from ...diagnostics import Diagnostics
-from ...errors import ActivityError
 from ...ir.builder import Builder
 from ...ir.types import I64, Type
 from ...ir.values import Block, Function, Instruction, Module, Value, const_int, zero
@@ -51,7 +50,6 @@ class ReverseState:
         self.phis: list[tuple[Instruction, Instruction]] = []   # primal phi -> forward phi
         self.pending_counters: list[tuple[Loop, Instruction]] = []   # forward counter phis
         self.returns: list[tuple[Block, Value]] = []   # normal returns and their status
-        self._check_params()
         self.slot = return_slot(self.primal, spec)
         self.ret_active = spec.ret is Activity.ACTIVE and self.slot.differentiable
         self.info = analyze_activity(self.primal, *activity_seeds(self.primal, spec))
@@ -78,12 +76,6 @@ class ReverseState:
         self.rev = {block: self.fn.add_block((block.name or "") + ".rev")
                     for block in self.order if block in reaches_return}
         self.done = self.fn.add_block("reverse.done")
-
-    def _check_params(self) -> None:
-        for p in self.spec.params:
-            if p.activity.has_shadow and not p.is_array:
-                raise ActivityError(f"parameter '{p.name}' is a float passed by value: "
-                                    "mark it 'active' to get its gradient")
 
     def _setup_entry(self) -> Instruction:
         """The return slot and its shadow, array shadows, and the loop counters."""

@@ -28,247 +28,31 @@ is immutable; `print_tape` renders it for the IR inspection tool.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Mapping
+from dataclasses import replace
 
 from ...analysis.activity import carries_float
 from ...analysis.cfg import Loop, reverse_post_order
 from ...diagnostics import Diagnostics
 from ...ir.parser import parse_module
 from ...ir.printer import Namer, print_module
-from ...ir.values import (Argument, Block, ConstInt, Function, GlobalRef, Instruction, Module,
-                          Value)
-from ...known.array_layout import shape_arg
+from ...ir.values import Block, ConstInt, Function, GlobalRef, Instruction, Module, Value
 from ...known.memory import is_memory_intrinsic
 from ..returns import is_exceptional_return
 from ..rules import lookup
 from ..rules.math import math_rule_name
 from ..rules.needs import rule_needs
 from ..spec import DiffSpec
-from .plan import InductionVariable, ReversePlan
+from .plan import ReversePlan
 from .driver import synthesize_reverse
 from .retained import Need, Retained, Retention
 from .tape import GROW_FUNCTION, SLOT  # GROW_FUNCTION: to be renamed public in tape.py
+from .tape_entries import LoopTrips, TapeEntry, TapeReport, resolve_sizes
+from .tape_print import print_tape
+from .tape_sizes import Expr
+from .tape_trips import TripCounts, size_symbols
 
 __all__ = ["Expr", "LoopTrips", "TapeEntry", "TapeReport", "print_tape", "resolve_sizes",
            "tape_report", "taped_slots"]
-
-
-# ---------------------------------------------------------------- symbolic sizes
-
-@dataclass(frozen=True)
-class Expr:
-    """A small integer expression over named sizes: op in const, sym, +, -, *, ceildiv."""
-    op: str
-    args: tuple = ()
-
-    @staticmethod
-    def const(v: int) -> Expr:
-        return Expr("const", (int(v),))
-
-    @staticmethod
-    def sym(name: str) -> Expr:
-        return Expr("sym", (name,))
-
-    @property
-    def value(self) -> int | None:
-        return self.args[0] if self.op == "const" else None
-
-    def __add__(self, other: Expr) -> Expr:
-        a, ca = self._split()
-        b, cb = other._split()
-        if a is None:
-            return _join(b, ca + cb)
-        return _join(a if b is None else Expr("+", (a, b)), ca + cb)
-
-    def __sub__(self, other: Expr) -> Expr:
-        a, ca = self._split()
-        b, cb = other._split()
-        if b is None or a == b:
-            return _join(None if a == b else a, ca - cb)
-        if a is None:
-            return Expr("-", (Expr.const(ca), other))
-        return _join(Expr("-", (a, b)), ca - cb)
-
-    def _split(self) -> tuple[Expr | None, int]:
-        """(symbolic part, constant part): `n - 1` -> (n, -1), `3` -> (None, 3)."""
-        if self.op == "const":
-            return None, self.args[0]
-        if self.op in ("+", "-") and self.args[1].op == "const":
-            return self.args[0], self.args[1].args[0] * (1 if self.op == "+" else -1)
-        return self, 0
-
-    def __mul__(self, other: Expr) -> Expr:
-        if self.value == 1:
-            return other
-        if other.value == 1:
-            return self
-        if 0 in (self.value, other.value):
-            return Expr.const(0)
-        if self.value is not None and other.value is not None:
-            return Expr.const(self.value * other.value)
-        if other.value is not None:       # constants first: 8*n
-            return Expr("*", (other, self))
-        return Expr("*", (self, other))
-
-    def ceildiv(self, d: int) -> Expr:
-        if d == 1:
-            return self
-        if self.value is not None:
-            return Expr.const(-(-self.value // d))
-        return Expr("ceildiv", (self, Expr.const(d)))
-
-    def evaluate(self, sizes: Mapping[str, int]) -> int | None:
-        """The value for `sizes` (symbol -> int), None if a symbol is missing."""
-        if self.op == "const":
-            return self.args[0]
-        if self.op == "sym":
-            return sizes.get(self.args[0])
-        a, b = (x.evaluate(sizes) for x in self.args)
-        if a is None or b is None:
-            return None
-        if self.op == "+":
-            return a + b
-        if self.op == "-":
-            return a - b
-        if self.op == "*":
-            return a * b
-        return -(-a // b)
-
-    def symbols(self) -> set[str]:
-        if self.op == "sym":
-            return {self.args[0]}
-        if self.op == "const":
-            return set()
-        return set().union(*(a.symbols() for a in self.args))
-
-    def __str__(self) -> str:
-        return self._fmt(0)
-
-    def _fmt(self, parent: int) -> str:
-        if self.op == "const":
-            return str(self.args[0])
-        if self.op == "sym":
-            return self.args[0]
-        if self.op == "ceildiv":
-            return f"ceil({self.args[0]._fmt(0)}/{self.args[1]._fmt(0)})"
-        prec = {"+": 1, "-": 1, "*": 2}[self.op]
-        a, b = self.args
-        text = f"{a._fmt(prec)} {self.op} {b._fmt(prec + (self.op == '-'))}"
-        return f"({text})" if prec < parent else text
-
-
-def _join(base: Expr | None, c: int) -> Expr:
-    if base is None:
-        return Expr.const(c)
-    if c == 0:
-        return base
-    return Expr("+", (base, Expr.const(c))) if c > 0 else Expr("-", (base, Expr.const(-c)))
-
-
-
-# ---------------------------------------------------------------- report objects
-
-@dataclass(frozen=True)
-class LoopTrips:
-    header: str
-    depth: int
-    parent: str | None
-    trips: Expr | None            # iterations per entry into the loop; None: unknown
-    source: str | None
-
-
-@dataclass(frozen=True)
-class TapeEntry:
-    value: str                    # printed primal name ("%.178.le", "%e'" for a shadow)
-    type: str
-    kind: Retention               # tape | spill | recompute | iv (as `retained.Retained`)
-    what: Need                    # value | shadow | choice
-    block: str                    # primal block whose reverse needs it (spill: all, ", ")
-    loops: tuple[str, ...]        # enclosing loop headers, outermost first
-    reason: str                   # what the reverse pass needs it for (a description)
-    source: str | None            # Python "file:line" of the value, when known
-
-    @property
-    def bytes_per_iteration(self) -> int:
-        return SLOT if self.kind is Retention.TAPE else 0
-
-
-@dataclass(frozen=True)
-class TapeReport:
-    function: str
-    entries: tuple[TapeEntry, ...]
-    loops: tuple[LoopTrips, ...]
-    symbols: tuple[str, ...]      # size names a `sizes` mapping may give
-
-    @property
-    def taped(self) -> tuple[TapeEntry, ...]:
-        return tuple(e for e in self.entries if e.kind is Retention.TAPE)
-
-    @property
-    def spilled(self) -> tuple[TapeEntry, ...]:
-        return tuple(e for e in self.entries if e.kind is Retention.SPILL)
-
-    @property
-    def recomputed(self) -> tuple[TapeEntry, ...]:
-        """Values recomputed or rebuilt as induction variables (not predecessor choices)."""
-        return tuple(e for e in self.entries if e.kind in (Retention.RECOMPUTE, Retention.IV)
-                     and e.what is not Need.CHOICE)
-
-    @property
-    def choices(self) -> tuple[TapeEntry, ...]:
-        """Predecessor choices recomputed from a branch condition (`value`) instead of taped."""
-        return tuple(e for e in self.entries if e.what is Need.CHOICE)
-
-    def slots_by_block(self) -> dict[str, int]:
-        """Tape slots pushed per execution of each block (compare `taped_slots`)."""
-        out: dict[str, int] = {}
-        for e in self.taped:
-            out[e.block] = out.get(e.block, 0) + 1
-        return out
-
-    def trips(self, header: str) -> Expr | None:
-        return next(l.trips for l in self.loops if l.header == header)
-
-    def executions(self, entry: TapeEntry) -> Expr | None:
-        """How many times the entry's block pushes per call (product of enclosing trips)."""
-        return self._executions(entry.loops)
-
-    def _executions(self, loops: tuple[str, ...]) -> Expr | None:
-        total = Expr.const(1)
-        for header in loops:
-            t = self.trips(header)
-            if t is None:
-                return None
-            total = total * t
-        return total
-
-    def entry_bytes(self, entry: TapeEntry) -> Expr | None:
-        n = self.executions(entry)
-        return None if n is None else Expr.const(entry.bytes_per_iteration) * n
-
-    def total_bytes(self) -> Expr | None:
-        """Tape bytes per call, summed by loop nest; None when some trip count is unknown."""
-        per_nest: dict[tuple[str, ...], int] = {}
-        for e in self.taped:
-            per_nest[e.loops] = per_nest.get(e.loops, 0) + e.bytes_per_iteration
-        total = Expr.const(0)
-        for nest in sorted(per_nest, key=len, reverse=True):
-            n = self._executions(nest)
-            if n is None:
-                return None
-            total = total + Expr.const(per_nest[nest]) * n
-        return total
-
-
-def resolve_sizes(report: TapeReport, sizes: Mapping[str, int]) -> dict[str, int]:
-    """`sizes` with array names expanded: `x=1000` sets every `x.shape[k]`."""
-    out = dict(sizes)
-    for sym in report.symbols:
-        base = sym.split(".shape[")[0]
-        if sym not in out and base != sym and base in sizes:
-            out[sym] = sizes[base]
-    return out
 
 
 # ---------------------------------------------------------------- the report
@@ -291,10 +75,11 @@ class _Report:
         fn = self.fn = module.functions[spec.primal]
         self.diag = Diagnostics(module, fn)
         self.namer = Namer(fn)
-        self.symbols = _symbols(fn, spec)
+        self.symbols = size_symbols(fn, spec)
         returns = [b for b in fn.blocks if (t := b.terminator) is not None
                    and t.opcode == "ret" and not is_exceptional_return(t)]
         self.plan = ReversePlan(fn, returns)
+        self.trip_counts = TripCounts(self.plan, self.symbols)
         self.primal_ids = {id(i) for i in fn.instructions()}
         self.users: dict[int, list[Instruction]] = {}
         for inst in fn.instructions():
@@ -451,92 +236,7 @@ class _Report:
         term = latch.terminator
         return LoopTrips(self._block_name(loop.header), loop.depth,
                          self._block_name(loop.parent.header) if loop.parent else None,
-                         self._trips(loop, term), self.diag.source(term) if term else None)
-
-    def _trips(self, loop: Loop, term: Instruction | None) -> Expr | None:
-        if term is None or term.opcode != "br" or len(term.operands) != 3:
-            return None
-        cond, if_true, _ = term.operands
-        if not (isinstance(cond, Instruction) and cond.opcode == "icmp"):
-            return None
-        pred = cond.predicate or ""
-        if if_true is not loop.header:          # exits when true: continue on the inverse
-            pred = _INVERSE[pred]
-        a, b = cond.operands
-        side = self._iv_side(a, loop)
-        if side is None:
-            side, bound = self._iv_side(b, loop), self._expr(a, loop)
-            pred = _SWAPPED[pred]
-        else:
-            bound = self._expr(b, loop)
-        if side is None or bound is None:
-            return None
-        (iv, after_step) = side
-        start, step = self._expr(iv.start, loop), iv.step
-        if start is None or not isinstance(step, ConstInt) or step.value == 0:
-            return None
-        s = step.value
-        # Iteration k (1-based) compares start + s*k (after the step) or start + s*(k-1).
-        if pred == "ne":
-            span = bound - start
-        elif pred in ("slt", "ult") and s > 0:
-            span = bound - start
-        elif pred in ("sle", "ule") and s > 0:
-            span = bound - start + Expr.const(1)
-        elif pred in ("sgt", "ugt") and s < 0:
-            span = start - bound
-        elif pred in ("sge", "uge") and s < 0:
-            span = start - bound + Expr.const(1)
-        else:
-            return None
-        trips = span.ceildiv(abs(s))
-        return trips if after_step else trips + Expr.const(1)
-
-    def _iv_side(self, v: Value, loop: Loop) -> tuple[InductionVariable, bool] | None:
-        """(induction variable, compared after its step) if `v` is `iv` or `iv + step`."""
-        iv = self.plan.ivs.get(v)  # type: ignore[arg-type]
-        if iv is not None and iv.loop is loop:
-            return iv, False
-        if isinstance(v, Instruction) and v.opcode == "add":
-            for op in v.operands:
-                iv = self.plan.ivs.get(op)  # type: ignore[arg-type]
-                if iv is not None and iv.loop is loop and iv.step in v.operands:
-                    return iv, True
-        return None
-
-    def _expr(self, v: Value, loop: Loop) -> Expr | None:
-        if isinstance(v, ConstInt):
-            return Expr.const(v.value)
-        if isinstance(v, Argument):
-            return Expr.sym(self.symbols.get(v) or v.name or f"arg{v.index}")
-        if not isinstance(v, Instruction) or v.block in loop.blocks or v.block is None:
-            return None
-        if v.opcode in ("sext", "zext", "trunc", "freeze"):
-            return self._expr(v.operands[0], loop)
-        if v.opcode in ("add", "sub", "mul"):
-            x, y = (self._expr(o, loop) for o in v.operands)
-            if x is None or y is None:
-                return None
-            return x + y if v.opcode == "add" else x - y if v.opcode == "sub" else x * y
-        return None
-
-
-_INVERSE = {"eq": "ne", "ne": "eq", "slt": "sge", "sge": "slt", "sgt": "sle", "sle": "sgt",
-            "ult": "uge", "uge": "ult", "ugt": "ule", "ule": "ugt"}
-_SWAPPED = {"eq": "eq", "ne": "ne", "slt": "sgt", "sgt": "slt", "sle": "sge", "sge": "sle",
-            "ult": "ugt", "ugt": "ult", "ule": "uge", "uge": "ule"}
-
-
-def _symbols(fn: Function, spec: DiffSpec) -> dict[Argument, str]:
-    """Size names of the arguments: scalar parameters by name, array extents as x.shape[k]."""
-    out: dict[Argument, str] = {}
-    for p in spec.params:
-        if p.is_array:
-            for k in range(p.ndim or 0):
-                out[fn.args[p.args[shape_arg(k)]]] = f"{p.name}.shape[{k}]"
-        elif len(p.args) == 1:
-            out[fn.args[p.args[0]]] = p.name
-    return out
+                         self.trip_counts.trips(loop, term), self.diag.source(term) if term else None)
 
 
 # ---------------------------------------------------------------- cross-check
@@ -555,87 +255,3 @@ def taped_slots(derivative: Function) -> dict[str, int]:
                     name = (block.name or "")[:-len(suffix)]
                     out[name] = out.get(name, 0) + need.value // SLOT
     return out
-
-
-# ---------------------------------------------------------------- printer
-
-def print_tape(report: TapeReport, sizes: Mapping[str, int] | None = None) -> str:
-    """The report as `;`-comment text (like print-activity): loops, taped, spilled,
-    recomputed, predecessor choices, total."""
-    sizes = resolve_sizes(report, sizes or {})
-    out = [f"; tape of @{report.function} (reverse mode)"]
-    if report.loops:
-        out.append("; loops (trip count per entry):")
-        rows = [(l.header, f"depth {l.depth}", f"in {l.parent}" if l.parent else "",
-                 f"trips = {l.trips}" if l.trips is not None else "trips = ? (data-dependent)",
-                 _loc(l.source)) for l in report.loops]
-        out += _table(rows)
-    taped = report.taped
-    out.append(f"; taped ({len(taped)} value(s), {SLOT}-byte slots pushed at the end of the "
-               "block's forward execution):")
-    if taped:
-        rows = [("value", "type", "block", "loop", "bytes/iter", "total bytes", "needed for",
-                 "source")]
-        for e in taped:
-            total = report.entry_bytes(e)
-            rows.append((e.value, e.type, e.block, e.loops[-1] if e.loops else "-",
-                         str(e.bytes_per_iteration), _amount(total, sizes), e.reason,
-                         _loc(e.source)))
-        out += _table(rows)
-    else:
-        out.append(";   (nothing)")
-    spilled = report.spilled
-    out.append(f"; spilled ({len(spilled)} value(s) computed at most once: one stack slot per "
-               "call, stored after the definition):")
-    if spilled:
-        rows = [("value", "type", "read by the reverse of", "needed for", "source")]
-        rows += [(e.value, e.type, e.block, e.reason, _loc(e.source)) for e in spilled]
-        out += _table(rows)
-    else:
-        out.append(";   (nothing)")
-    again = report.recomputed
-    out.append(f"; recomputed in the reverse pass instead of taped ({len(again)}):")
-    if again:
-        rows = [("value", "type", "how", "block", "needed for", "source")]
-        for e in again:
-            how = "recompute" if e.kind is Retention.RECOMPUTE else \
-                f"iv of loop {e.loops[-1] if e.loops else '?'}"
-            rows.append((e.value, e.type, how, e.block, e.reason, _loc(e.source)))
-        out += _table(rows)
-    else:
-        out.append(";   (nothing)")
-    if report.choices:
-        out.append(f"; predecessor choices recomputed from the branch condition instead of "
-                   f"taped ({len(report.choices)}): "
-                   + ", ".join(f"{e.block} from {e.value}" for e in report.choices))
-    total = report.total_bytes()
-    line = f"; total tape per call: {_amount(total, sizes)} bytes"
-    if total is None:
-        line += " (some trip counts are data-dependent)"
-    elif total.symbols() and total.evaluate(sizes) is None:
-        missing = sorted(s for s in total.symbols() if s not in sizes)
-        line += f" (give --sizes {', '.join(f'{s}=N' for s in missing)} for a number)"
-    out.append(line)
-    return "\n".join(out) + "\n"
-
-
-def _amount(e: Expr | None, sizes: Mapping[str, int]) -> str:
-    if e is None:
-        return "?"
-    v = e.evaluate(sizes)
-    if v is None or e.value is not None:
-        return str(e)
-    return f"{e} = {v}"
-
-
-def _loc(source: str | None) -> str:
-    if not source:
-        return ""
-    path, _, line = source.rpartition(":")
-    return f"{path.rsplit('/', 1)[-1]}:{line}" if path else source
-
-
-def _table(rows: list[tuple[str, ...]]) -> list[str]:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return [(";   " + "  ".join(c.ljust(w) for c, w in zip(r, widths))).rstrip() for r in rows]
-

@@ -1,0 +1,110 @@
+"""Symbolic trip counts of the reverse plan's loops, for the tape report.
+
+A loop's trip count is derived from its latch's exit compare (`icmp pred iv[.next], bound`
+with a loop-invariant bound) in terms of parameter size names; None when it cannot be
+expressed (data-dependent exits, bounds depending on an outer loop's variable).
+"""
+from __future__ import annotations
+
+from ...analysis.cfg import Loop
+from ...ir.values import Argument, ConstInt, Function, Instruction, Value
+from ...known.array_layout import shape_arg
+from ..spec import DiffSpec
+from .plan import InductionVariable, ReversePlan
+from .tape_sizes import Expr
+
+__all__ = ["TripCounts", "size_symbols"]
+
+
+class TripCounts:
+    """Trip counts per loop entry, as expressions over the size names of `symbols`."""
+
+    def __init__(self, plan: ReversePlan, symbols: dict[Argument, str]) -> None:
+        self.plan = plan
+        self.symbols = symbols
+
+    def trips(self, loop: Loop, term: Instruction | None) -> Expr | None:
+        """Iterations of `loop` per entry, from its latch terminator `term` (None: unknown)."""
+        if term is None or term.opcode != "br" or len(term.operands) != 3:
+            return None
+        cond, if_true, _ = term.operands
+        if not (isinstance(cond, Instruction) and cond.opcode == "icmp"):
+            return None
+        pred = cond.predicate or ""
+        if if_true is not loop.header:          # exits when true: continue on the inverse
+            pred = _INVERSE[pred]
+        a, b = cond.operands
+        side = self._iv_side(a, loop)
+        if side is None:
+            side, bound = self._iv_side(b, loop), self._expr(a, loop)
+            pred = _SWAPPED[pred]
+        else:
+            bound = self._expr(b, loop)
+        if side is None or bound is None:
+            return None
+        (iv, after_step) = side
+        start, step = self._expr(iv.start, loop), iv.step
+        if start is None or not isinstance(step, ConstInt) or step.value == 0:
+            return None
+        s = step.value
+        # Iteration k (1-based) compares start + s*k (after the step) or start + s*(k-1).
+        if pred == "ne":
+            span = bound - start
+        elif pred in ("slt", "ult") and s > 0:
+            span = bound - start
+        elif pred in ("sle", "ule") and s > 0:
+            span = bound - start + Expr.const(1)
+        elif pred in ("sgt", "ugt") and s < 0:
+            span = start - bound
+        elif pred in ("sge", "uge") and s < 0:
+            span = start - bound + Expr.const(1)
+        else:
+            return None
+        trips = span.ceildiv(abs(s))
+        return trips if after_step else trips + Expr.const(1)
+
+    def _iv_side(self, v: Value, loop: Loop) -> tuple[InductionVariable, bool] | None:
+        """(induction variable, compared after its step) if `v` is `iv` or `iv + step`."""
+        iv = self.plan.ivs.get(v)  # type: ignore[arg-type]
+        if iv is not None and iv.loop is loop:
+            return iv, False
+        if isinstance(v, Instruction) and v.opcode == "add":
+            for op in v.operands:
+                iv = self.plan.ivs.get(op)  # type: ignore[arg-type]
+                if iv is not None and iv.loop is loop and iv.step in v.operands:
+                    return iv, True
+        return None
+
+    def _expr(self, v: Value, loop: Loop) -> Expr | None:
+        if isinstance(v, ConstInt):
+            return Expr.const(v.value)
+        if isinstance(v, Argument):
+            return Expr.sym(self.symbols.get(v) or v.name or f"arg{v.index}")
+        if not isinstance(v, Instruction) or v.block in loop.blocks or v.block is None:
+            return None
+        if v.opcode in ("sext", "zext", "trunc", "freeze"):
+            return self._expr(v.operands[0], loop)
+        if v.opcode in ("add", "sub", "mul"):
+            x, y = (self._expr(o, loop) for o in v.operands)
+            if x is None or y is None:
+                return None
+            return x + y if v.opcode == "add" else x - y if v.opcode == "sub" else x * y
+        return None
+
+
+_INVERSE = {"eq": "ne", "ne": "eq", "slt": "sge", "sge": "slt", "sgt": "sle", "sle": "sgt",
+            "ult": "uge", "uge": "ult", "ugt": "ule", "ule": "ugt"}
+_SWAPPED = {"eq": "eq", "ne": "ne", "slt": "sgt", "sgt": "slt", "sle": "sge", "sge": "sle",
+            "ult": "ugt", "ugt": "ult", "ule": "uge", "uge": "ule"}
+
+
+def size_symbols(fn: Function, spec: DiffSpec) -> dict[Argument, str]:
+    """Size names of the arguments: scalar parameters by name, array extents as x.shape[k]."""
+    out: dict[Argument, str] = {}
+    for p in spec.params:
+        if p.is_array:
+            for k in range(p.ndim or 0):
+                out[fn.args[p.args[shape_arg(k)]]] = f"{p.name}.shape[{k}]"
+        elif len(p.args) == 1:
+            out[fn.args[p.args[0]]] = p.name
+    return out
