@@ -54,6 +54,7 @@ def synthesize_reverse(module: Module, spec: DiffSpec,
     for block in st.order:
         if block in st.rev:
             control.block(block)
+    control.pop_frames()
     control.finish()
     for block in st.order:
         if st.frames.get(block):

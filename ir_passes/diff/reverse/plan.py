@@ -7,7 +7,11 @@ For every primal value the reverse pass needs, one of four answers (`ReversePlan
 - "iv": an affine induction variable of an enclosing loop, rebuilt from the reverse loop's
   counter (`start + step * counter`);
 - "recompute": a cheap pure instruction (integer and address arithmetic, comparisons,
-  casts, loads from memory the function never writes) whose operands are themselves free;
+  casts, loads from memory the function never writes) whose operands are themselves free
+  (or hoisted);
+- "hoist": invariant in the loops around the use that do not contain its definition (a
+  shadow base pointer, a pointer phi of an outer loop, a row offset): taped once per run of
+  the outermost such loop, at its exits, and read from a stack slot by that loop's reverse;
 - "tape": everything else (loop-carried floats, results of math calls, loads from memory
   that is written) is pushed on the tape by the forward pass.
 """
@@ -33,6 +37,7 @@ class Access(Enum):
     DIRECT = "direct"
     IV = "iv"
     RECOMPUTE = "recompute"
+    HOIST = "hoist"
     TAPE = "tape"
 
 
@@ -57,6 +62,7 @@ class ReversePlan:
         self._check_loop_shape()
         self.once = {b for b in fn.blocks if b in self.idom and b not in self.loop_of
                      and all(dominates(self.idom, b, r) for r in returns)}
+        self.returns = returns
         self.ivs = self._induction_variables()
         self.written = written_bases(fn)
 
@@ -115,8 +121,10 @@ class ReversePlan:
         return ivs
 
     def _invariant_free(self, v: Value, loop: Loop) -> bool:
+        """Defined outside `loop`: fixed while it runs (the reverse obtains it like any
+        value defined there, see `kind`)."""
         return isinstance(v, (Constant, Argument, GlobalRef)) or (
-            isinstance(v, Instruction) and v.block in self.once)
+            isinstance(v, Instruction) and v.block is not None and v.block not in loop.blocks)
 
     # ------------------------------------------------------------ availability
     def kind(self, v: Value, at: Block) -> Access:
@@ -131,7 +139,33 @@ class ReversePlan:
             return Access.IV
         if self._recomputable(v, at, depth=0):
             return Access.RECOMPUTE
+        if self.hoist_loop(v, at) is not None:
+            return Access.HOIST
         return Access.TAPE
+
+    def hoist_loop(self, v: Value, at: Block) -> Loop | None:
+        """The outermost loop around `at` that does not contain `v`'s definition, when `v`
+        can be taped once per run of it: pushed at each of its exits (all dominated by the
+        definition) and read by its reverse, which is entered only through those exits (no
+        return inside it). None otherwise."""
+        if not isinstance(v, Instruction) or v.block is None or v.block not in self.idom:
+            return None
+        loop = next((l for l in self.loops_containing(at) if v.block not in l.blocks), None)
+        if loop is None or any(r in loop.blocks for r in self.returns):
+            return None
+        if not all(dominates(self.idom, v.block, e) for e in self.exits(loop)):
+            return None
+        return loop
+
+    def exits(self, loop: Loop) -> list[Block]:
+        """Blocks outside `loop` entered from it, in a fixed order."""
+        out: dict[Block, None] = {}
+        for block in self.fn.blocks:
+            if block in loop.blocks:
+                for succ in block.successors():
+                    if succ not in loop.blocks and succ in self.idom:
+                        out[succ] = None
+        return list(out)
 
     def _recomputable(self, v: Value, at: Block, depth: int) -> bool:
         if isinstance(v, (Constant, Argument, GlobalRef)):
@@ -144,12 +178,11 @@ class ReversePlan:
             return at in iv.loop.blocks
         if depth > 8 or v.block is None or not dominates(self.idom, v.block, at):
             return False
-        if v.opcode == "load":
-            if not self.read_only(v.operands[0]) or v.volatile:
-                return False
-        elif v.opcode not in _PURE:
-            return False
-        return all(self._recomputable(op, at, depth + 1) for op in v.operands)
+        pure = (v.opcode == "load" and self.read_only(v.operands[0]) and not v.volatile) \
+            or v.opcode in _PURE
+        if pure and all(self._recomputable(op, at, depth + 1) for op in v.operands):
+            return True
+        return depth > 0 and self.hoist_loop(v, at) is not None
 
     def read_only(self, ptr: Value) -> bool:
         """Memory the function never writes (distinct arrays are assumed not to overlap)."""
@@ -170,7 +203,7 @@ def written_bases(fn: Function) -> set[Value] | None:
             targets = [inst.operands[1]]
         elif inst.opcode == "call":
             name = inst.callee_name or ""
-            if name.startswith(INERT_CALLS) or not any(op.type.is_pointer for op in inst.operands):
+            if name.startswith(INERT_CALLS) or name == NRT_DATA or not any(op.type.is_pointer for op in inst.operands):
                 continue
             if is_memory_intrinsic(name):
                 targets = [inst.operands[0]]

@@ -47,6 +47,8 @@ class ReverseState:
         self.which: dict[Block, Instruction] = {}      # block -> synthetic "which pred" value
         self.frames: dict[Block, list[tuple[Value, Instruction]]] = {}   # tape pushes per block
         self.spills: dict[Instruction, Instruction] = {}
+        self.hoisted: dict[tuple[object, Value, Loop], Instruction] = {}   # -> stack slot
+        self.hoist_stores: dict[Block, list[tuple[Instruction, Instruction]]] = {}
         self.phis: list[tuple[Instruction, Instruction]] = []   # primal phi -> forward phi
         self.pending_counters: list[tuple[Loop, Instruction]] = []   # forward counter phis
         self.returns: list[tuple[Block, Value]] = []   # normal returns and their status

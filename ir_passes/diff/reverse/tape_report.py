@@ -355,6 +355,9 @@ class _Report:
                     return f"condition choosing the predecessor of {self._block_name(block)}"
                 return ("start or step of iv " if parent.kind is Retention.IV else
                         "operand of recomputed ") + self._ref(parent.value)
+        if ev.invariant_in is not None:
+            return f"invariant in loop {self._block_name(ev.invariant_in.header)} " \
+                "(taped at its exit, read by its reverse)"
         if self._synthetic(v):
             assert isinstance(v, Instruction) and v.block is not None
             what = "trip count of loop" if any(l.header is v.block for l in self.plan.loops) \
