@@ -148,11 +148,12 @@ class AugmentedForward:
             fblock.insert(len(list(fblock.phis())), nxt)
             add_incoming(counter, nxt, st.fwd[latch])
 
-    def push_frame(self, block: Block) -> None:
-        """Push the values the reverse of `block` pops, at the end of its forward clone."""
+    def push_frame(self, block: Block, checked: bool = True) -> None:
+        """Push the values the reverse of `block` pops, at the end of its forward clone
+        (`checked=False`: into space reserved before its loop, see `presize.py`)."""
         st = self.st
         fblock = st.fwd[block]
-        cont = st.tape.push(fblock, [v for v, _ in st.frames[block]])
+        cont = st.tape.push(fblock, [v for v, _ in st.frames[block]], checked)
         for succ in cont.successors():
             for phi in succ.phis():
                 phi.incoming = [cont if blk is fblock else blk for blk in phi.incoming]

@@ -33,6 +33,7 @@ from .adjoints import Adjoints
 from .augmented import AugmentedForward
 from .availability import Availability
 from .control import ReverseControl
+from .presize import presized_loops, reserve_tapes, unchecked_blocks
 from .retained import Retained
 from .state import ReverseState
 
@@ -56,10 +57,14 @@ def synthesize_reverse(module: Module, spec: DiffSpec,
             control.block(block)
     control.pop_frames()
     control.finish()
+    first = st.fwd[st.primal.entry]          # pushes split blocks: st.fwd moves to the tails
+    presized = presized_loops(st)
+    unchecked = unchecked_blocks(st, presized)
     for block in st.order:
         if st.frames.get(block):
-            forward.push_frame(block)
-    Builder(st.entry).br(st.fwd[st.primal.entry])
+            forward.push_frame(block, checked=block not in unchecked)
+    reserve_tapes(st, presized)
+    Builder(st.entry).br(first)
     module.add_function(st.fn)
     return st.fn
 

@@ -31,6 +31,8 @@ _PURE = {"add", "sub", "mul", "shl", "lshr", "ashr", "and", "or", "xor", "icmp",
          "sitofp", "bitcast", "getelementptr", "freeze", "extractvalue", "insertvalue",
          "fadd", "fsub", "fmul", "fneg", "ptrtoint", "inttoptr"}
 
+RECOMPUTE_DEPTH = 8      # longest chain of pure instructions cloned to rebuild one value
+
 
 class Access(Enum):
     """How the reverse pass obtains a primal value (see the module docstring)."""
@@ -116,11 +118,11 @@ class ReversePlan:
                 if not (isinstance(nxt, Instruction) and nxt.opcode == "add" and phi in nxt.operands):
                     continue
                 step = nxt.operands[1] if nxt.operands[0] is phi else nxt.operands[0]
-                if self._invariant_free(start, loop) and self._invariant_free(step, loop):
+                if self.defined_outside(start, loop) and self.defined_outside(step, loop):
                     ivs[phi] = InductionVariable(loop, start, step)
         return ivs
 
-    def _invariant_free(self, v: Value, loop: Loop) -> bool:
+    def defined_outside(self, v: Value, loop: Loop) -> bool:
         """Defined outside `loop`: fixed while it runs (the reverse obtains it like any
         value defined there, see `kind`)."""
         return isinstance(v, (Constant, Argument, GlobalRef)) or (
@@ -176,7 +178,7 @@ class ReversePlan:
         iv = self.ivs.get(v)
         if iv is not None:
             return at in iv.loop.blocks
-        if depth > 8 or v.block is None or not dominates(self.idom, v.block, at):
+        if depth > RECOMPUTE_DEPTH or v.block is None or not dominates(self.idom, v.block, at):
             return False
         pure = (v.opcode == "load" and self.read_only(v.operands[0]) and not v.volatile) \
             or v.opcode in _PURE
@@ -203,7 +205,8 @@ def written_bases(fn: Function) -> set[Value] | None:
             targets = [inst.operands[1]]
         elif inst.opcode == "call":
             name = inst.callee_name or ""
-            if name.startswith(INERT_CALLS) or name == NRT_DATA or not any(op.type.is_pointer for op in inst.operands):
+            if name.startswith(INERT_CALLS) or name == NRT_DATA \
+                    or not any(op.type.is_pointer for op in inst.operands):
                 continue
             if is_memory_intrinsic(name):
                 targets = [inst.operands[0]]
@@ -229,4 +232,4 @@ def _known_base(base: Value) -> bool:
         base.opcode == "alloca" or base.callee_name in (NRT_DATA, NRT_RAW_ALLOC)))
 
 
-__all__ = ["Access", "InductionVariable", "ReversePlan", "written_bases"]
+__all__ = ["Access", "InductionVariable", "RECOMPUTE_DEPTH", "ReversePlan", "written_bases"]

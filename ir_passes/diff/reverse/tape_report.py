@@ -47,7 +47,8 @@ from ..spec import DiffSpec
 from .plan import InductionVariable, ReversePlan
 from .driver import synthesize_reverse
 from .retained import Need, Retained, Retention
-from .tape import GROW_FUNCTION, SLOT  # GROW_FUNCTION: to be renamed public in tape.py
+from .cost_model import cost_model_lines
+from .tape import GROW_FUNCTION, RESERVED_PUSH, SLOT  # GROW_FUNCTION: to be renamed public in tape.py
 
 __all__ = ["Expr", "LoopTrips", "TapeEntry", "TapeReport", "print_tape", "resolve_sizes",
            "tape_report", "taped_slots"]
@@ -544,8 +545,8 @@ def _symbols(fn: Function, spec: DiffSpec) -> dict[Argument, str]:
 # ---------------------------------------------------------------- cross-check
 
 def taped_slots(derivative: Function) -> dict[str, int]:
-    """Tape slots pushed per primal block by a synthesized derivative (from its grow calls),
-    keyed by block name ("" for unnamed blocks)."""
+    """Tape slots pushed per primal block by a synthesized derivative (from its grow calls
+    and its unchecked pushes), keyed by block name ("" for unnamed blocks)."""
     out: dict[str, int] = {}
     suffix = ".tape.grow"
     for block in derivative.blocks:
@@ -556,6 +557,10 @@ def taped_slots(derivative: Function) -> dict[str, int]:
                 if isinstance(need, ConstInt):
                     name = (block.name or "")[:-len(suffix)]
                     out[name] = out.get(name, 0) + need.value // SLOT
+            elif inst.opcode == "getelementptr" and inst.name == RESERVED_PUSH:   # unchecked
+                need = inst.operands[-1]
+                assert isinstance(need, ConstInt)
+                out[block.name or ""] = out.get(block.name or "", 0) + need.value // SLOT
     return out
 
 
@@ -565,7 +570,7 @@ def print_tape(report: TapeReport, sizes: Mapping[str, int] | None = None) -> st
     """The report as `;`-comment text (like print-activity): loops, taped, spilled,
     recomputed, predecessor choices, total."""
     sizes = resolve_sizes(report, sizes or {})
-    out = [f"; tape of @{report.function} (reverse mode)"]
+    out = [f"; tape of @{report.function} (reverse mode)"] + cost_model_lines()
     if report.loops:
         out.append("; loops (trip count per entry):")
         rows = [(l.header, f"depth {l.depth}", f"in {l.parent}" if l.parent else "",
