@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import llvmlite.binding as llvm
 
 from ir_passes.api import Activity, Diagnostics, parse
+from ir_passes.diff.reverse.tape import TAPE_PREFIX
 from ir_passes.errors import ActivityError, EnzymePyError, UnsupportedError
 from ir_passes.ir.builder import Builder
 from ir_passes.ir.parser import parse_module
@@ -198,7 +199,7 @@ def _link(user_text: str, derivative_texts: list[str], symbols: list[str]) -> st
     for text in derivative_texts:
         other = parse(text)
         for gv in other.global_variables:
-            if not gv.is_declaration:
+            if not gv.is_declaration and not gv.name.startswith(TAPE_PREFIX):   # tape's own
                 gv.linkage = llvm.Linkage.linkonce_odr
         ref.link_in(other)
     for symbol in symbols:

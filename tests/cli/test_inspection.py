@@ -131,14 +131,14 @@ def test_derivative(sin_sum):
     check(sin_sum.text("derivative"), _header("derivative") + """
         ; CHECK: define i32 @diffe_sin_sum(ptr %retptr, ptr %excinfo, {{.*}}ptr %arg.x.4, {{.*}}ptr %"x'.4", {{.*}}i64 %arg.n) {
         ; CHECK: [[SIN:%[^ ]+]] = tail call double @llvm.sin.f64
+        ; CHECK: store double [[SIN]], ptr %tape.top
         ; CHECK: reverse.entry:
         ; CHECK: store double 1.000000e+00, ptr %"ret.slot'"
         ; CHECK: [[POP:%[^ ]+]].tape = load double, ptr
         ; CHECK: call double @llvm.cos.f64
         ; CHECK: getelementptr double, ptr %"x'.4", i64
         ; CHECK: reverse.done:
-        ; CHECK: call void @free
-        ; CHECK: store double [[SIN]], ptr %tape.at
+        ; CHECK: call void @enzyme_py.tape.release
     """)
 
 

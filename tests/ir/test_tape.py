@@ -23,7 +23,8 @@ from tests.support.filecheck import check
 from tests.rules.jit_harness import compile_modules
 
 
-def build_lifo() -> Module:
+def build_lifo(reserved: bool = False) -> Module:
+    """`reserved`: the entry reserves n frames, the pushes are unchecked (pre-sized tape)."""
     module = Module()
     fn = Function("lifo", FunctionType(VOID, (PTR, PTR, I64)), ["in", "out", "n"])
     module.add_function(fn)
@@ -35,6 +36,10 @@ def build_lifo() -> Module:
                                 fn.add_block("done"))
     b = Builder(entry)
     b.br(push_head)
+    if reserved:
+        b.position_before(entry.instructions[-1])
+        need = b.mul(n, const_int(I64, 2 * SLOT))
+        entry = tape.reserve(entry, need)
 
     b.position_at_end(push_head)
     i = b.phi(I64, "i")
@@ -43,7 +48,7 @@ def build_lifo() -> Module:
     v = b.load(DOUBLE, b.gep(DOUBLE, src, [i]), "v")
     i_next = b.add(i, const_int(I64, 1), "i.next")
     b.br(push_head)
-    latch = tape.push(push_body, [v, i])              # splits push_body: latch has the br
+    latch = tape.push(push_body, [v, i], checked=not reserved)   # checked: splits push_body
     add_incoming(i, const_int(I64, 0), entry)
     add_incoming(i, i_next, latch)
 
@@ -68,9 +73,9 @@ def build_lifo() -> Module:
     return module
 
 
-@pytest.fixture(scope="module")
-def lifo():
-    module = build_lifo()
+@pytest.fixture(scope="module", params=[False, True], ids=["checked", "reserved"])
+def lifo(request):
+    module = build_lifo(request.param)
     jit = compile_modules(module)
     fn = jit.function("lifo", None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
 
@@ -90,7 +95,8 @@ def test_tape_ir_verifies_and_has_the_expected_shape():
         CHECK: %tape.base = alloca ptr
         CHECK: %tape.top = alloca ptr
         CHECK: %tape.end = alloca ptr
-        CHECK: store ptr null, ptr %tape.base
+        CHECK: %tape.parked = atomicrmw xchg ptr @enzyme_py.tape.parked, ptr null acquire
+        CHECK: store ptr %tape.parked, ptr %tape.base
         CHECK-LABEL: push.body:
         CHECK: [[TOP:%[^ ]+]] = load ptr, ptr %tape.top
         CHECK-NEXT: [[NEW:%[^ ]+]] = getelementptr i8, ptr [[TOP]], i64 16
@@ -104,7 +110,7 @@ def test_tape_ir_verifies_and_has_the_expected_shape():
         CHECK-NEXT: [[SECOND:%[^ ]+]] = getelementptr i8, ptr [[FRAME]], i64 8
         CHECK-NEXT: %index = load i64, ptr [[SECOND]]
         CHECK-LABEL: done:
-        CHECK: call void @free(ptr
+        CHECK: call void @enzyme_py.tape.release(ptr
         CHECK-LABEL: push.body.tape.grow:
         CHECK: call { ptr, ptr, ptr } @enzyme_py.tape.grow(
         CHECK-LABEL: push.body.tape.push:
@@ -113,8 +119,30 @@ def test_tape_ir_verifies_and_has_the_expected_shape():
         CHECK-LABEL: define internal { ptr, ptr, ptr } @enzyme_py.tape.grow(
         CHECK-SAME: ptr %base, ptr %top, ptr %end, i64 %need) noinline
         CHECK: call ptr @realloc(ptr %base,
+        CHECK-LABEL: define internal void @enzyme_py.tape.release(ptr %base, ptr %end) noinline
+        CHECK: store i64 {{%[^ ]+}}, ptr %base
+        CHECK: %before = atomicrmw xchg ptr @enzyme_py.tape.parked, ptr %base acq_rel
+        CHECK: call void @free(ptr %before)
     """)
     assert SLOT == 8
+
+
+def test_reserved_tape_pushes_without_a_check():
+    module = build_lifo(reserved=True)
+    verify(print_module(module))
+    check(print_module(module), """
+        CHECK-LABEL: entry:
+        CHECK: [[NEED:%[^ ]+]] = mul i64 %n, 16
+        CHECK: br i1 {{%[^ ]+}}, label %entry.tape.grow, label %entry.tape.push
+        CHECK-LABEL: push.body:
+        CHECK: [[TOP:%[^ ]+]] = load ptr, ptr %tape.top
+        CHECK-NEXT: store double %v, ptr [[TOP]]
+        CHECK: %tape.reserved.push = getelementptr i8, ptr [[TOP]], i64 16
+        CHECK-NEXT: store ptr %tape.reserved.push, ptr %tape.top
+        CHECK-NEXT: br label %push.head
+        CHECK-LABEL: entry.tape.grow:
+        CHECK: call { ptr, ptr, ptr } @enzyme_py.tape.grow({{.*}}, i64 [[NEED]])
+    """)
 
 
 @pytest.mark.parametrize("n", [0, 1, 5, 4095, 4096, 4097, 50_000])

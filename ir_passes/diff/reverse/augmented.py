@@ -143,18 +143,19 @@ class AugmentedForward:
             fblock.insert(len(list(fblock.phis())), nxt)
             add_incoming(counter, nxt, st.fwd[latch])
 
-    def push_frame(self, block: Block) -> None:
-        """Push the values the reverse of `block` pops, at the end of its forward clone."""
-        self._push(self.st.tape, block, [v for v, _ in self.st.frames[block]])
+    def push_frame(self, block: Block, checked: bool = True) -> None:
+        """Push the values the reverse of `block` pops, at the end of its forward clone
+        (`checked=False`: into space reserved before its loop, see `presize.py`)."""
+        self._push(self.st.tape, block, [v for v, _ in self.st.frames[block]], checked)
 
     def push_owned(self, block: Block) -> None:
         """Split mode: record the shadow arrays `block` allocates."""
         self._push(self.st.owned, block, self.st.owned_pushes[block])  # type: ignore[arg-type]
 
-    def _push(self, tape: Tape, block: Block, values: list[Value]) -> None:
+    def _push(self, tape: Tape, block: Block, values: list[Value], checked: bool = True) -> None:
         st = self.st
         fblock = st.fwd[block]
-        cont = tape.push(fblock, values)
+        cont = tape.push(fblock, values, checked)
         for succ in cont.successors():
             for phi in succ.phis():
                 phi.incoming = [cont if blk is fblock else blk for blk in phi.incoming]

@@ -38,10 +38,11 @@ class Availability:
         if key in ctx.memo:
             return ctx.memo[key]
         kind = Retention.of(access)
-        if kind is Retention.TAPE and isinstance(v, Instruction) \
+        if kind in (Retention.TAPE, Retention.HOIST) and isinstance(v, Instruction) \
                 and st.plan.executes_once(v.block):  # type: ignore[arg-type]
             kind = Retention.SPILL
-        st.observe(Retained(kind, Need.VALUE, ctx.block, v))
+        if kind is not Retention.HOIST:
+            st.observe(Retained(kind, Need.VALUE, ctx.block, v))
         if kind is Retention.IV:
             iv = st.plan.ivs[v]  # type: ignore[index]
             count = self.counter(ctx, iv.loop)
@@ -55,6 +56,8 @@ class Availability:
         elif kind is Retention.SPILL:
             slot = self._spill_slot(v)  # type: ignore[arg-type]
             out = b.load(v.type, slot, (v.name or "") + ".spill")
+        elif kind is Retention.HOIST:
+            out = self._hoisted(ctx, v, Need.VALUE)
         else:
             out = pop_placeholder(v.type, (v.name or "") + ".tape")
             ctx.frame.append((st.map(v), out))
@@ -76,6 +79,27 @@ class Availability:
                 at = sum(1 for _ in block.phis())
             block.insert(at, Instruction("store", VOID, [fwd, slot]))
         return slot
+
+    def _hoisted(self, ctx: BlockContext, v: Value, what: Need) -> Value:
+        """`v` (or its shadow) read from the stack slot the reverse of the loop it is
+        invariant in keeps it in: taped at each exit of that loop, stored on popping."""
+        st = self.st
+        loop = st.plan.hoist_loop(v, ctx.block)
+        assert loop is not None
+        key = (what, v, loop)
+        slot = st.hoisted.get(key)
+        fwd = st.fshadow[v] if what is Need.SHADOW else st.map(v)
+        name = (v.name or "") + ("'" if what is Need.SHADOW else "") + ".hoist"
+        if slot is None:
+            slot = st.hoisted[key] = st.alloca(fwd.type, name)
+            for exit_ in st.plan.exits(loop):
+                if exit_ not in st.rev:
+                    continue
+                st.observe(Retained(Retention.TAPE, what, exit_, v, invariant_in=loop))
+                load = pop_placeholder(fwd.type, name)
+                st.frames.setdefault(exit_, []).append((fwd, load))
+                st.hoist_stores.setdefault(exit_, []).append((load, slot))
+        return st.b.load(fwd.type, slot, name)
 
     def counter(self, ctx: BlockContext, loop: Loop) -> Value:
         """The reverse counter of `loop` (iterations left), loaded once per block."""
@@ -102,6 +126,8 @@ class Availability:
             out = b.select(self.value(ctx, c), self.shadow(ctx, x), self.shadow(ctx, y))
         elif isinstance(ptr, Instruction) and ptr.opcode in ("bitcast", "addrspacecast", "freeze"):
             out = self.shadow(ctx, ptr.operands[0])
+        elif st.plan.hoist_loop(ptr, ctx.block) is not None:
+            out = self._hoisted(ctx, ptr, Need.SHADOW)
         else:
             st.observe(Retained(Retention.TAPE, Need.SHADOW, ctx.block, ptr))
             out = pop_placeholder(PTR, (ptr.name or "") + "'.tape")

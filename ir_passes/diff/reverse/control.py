@@ -79,11 +79,20 @@ class ReverseControl:
         phi_adjoints = [(phi, self.adjoints.take(phi)) for phi in block.phis()
                         if st.info.is_active(phi)]
         self._leave(ctx, phi_adjoints)
-        pops = [load for _, load in ctx.frame]
-        if pops:
+
+    def pop_frames(self) -> None:
+        """At the start of each reverse block, pop its tape frame (complete only once every
+        block is done: loops add values they are invariant in to their exits' frames) and
+        store the hoisted values into the slots their loop's reverse reads."""
+        st = self.st
+        for block, frame in st.frames.items():
+            if not frame or block not in st.rev:
+                continue
             head = Builder()
-            head.position_after_phis(rblock)     # a reverse block has none: at its start
-            st.tape.pop(head, pops)
+            head.position_after_phis(st.rev[block])   # a reverse block has none: its start
+            st.tape.pop(head, [load for _, load in frame])
+            for load, slot in st.hoist_stores.get(block, []):
+                head.store(load, slot)
 
     def _leave(self, ctx: BlockContext, phi_adjoints: PhiAdjoints) -> None:
         """Continue with the reverse of the predecessor this block was entered from."""

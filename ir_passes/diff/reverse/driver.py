@@ -35,6 +35,7 @@ from .adjoints import Adjoints
 from .augmented import AugmentedForward
 from .availability import Availability
 from .control import ReverseControl
+from .presize import presized_loops, reserve_tapes, unchecked_blocks
 from .retained import Retained
 from .split import split_reverse
 from .state import ReverseState
@@ -57,13 +58,18 @@ def synthesize_reverse(module: Module, spec: DiffSpec,
     for block in st.order:
         if block in st.rev:
             control.block(block)
+    control.pop_frames()
     control.finish()
+    first = st.fwd[st.primal.entry]          # pushes split blocks: st.fwd moves to the tails
+    presized = presized_loops(st)
+    unchecked = unchecked_blocks(st, presized)
     for block in st.order:
         if st.frames.get(block):
-            forward.push_frame(block)
+            forward.push_frame(block, checked=block not in unchecked)
         if st.owned_pushes.get(block):
             forward.push_owned(block)
-    Builder(st.entry).br(st.fwd[st.primal.entry])
+    reserve_tapes(st, presized)
+    Builder(st.entry).br(first)
     if spec.split is not None:
         split = spec.split
         forward, reverse = split_reverse(module, st, (split.forward, split.reverse),

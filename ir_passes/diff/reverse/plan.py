@@ -7,7 +7,11 @@ For every primal value the reverse pass needs, one of four answers (`ReversePlan
 - "iv": an affine induction variable of an enclosing loop, rebuilt from the reverse loop's
   counter (`start + step * counter`);
 - "recompute": a cheap pure instruction (integer and address arithmetic, comparisons,
-  casts, loads from memory the function never writes) whose operands are themselves free;
+  casts, loads from memory the function never writes) whose operands are themselves free
+  (or hoisted);
+- "hoist": invariant in the loops around the use that do not contain its definition (a
+  shadow base pointer, a pointer phi of an outer loop, a row offset): taped once per run of
+  the outermost such loop, at its exits, and read from a stack slot by that loop's reverse;
 - "tape": everything else (loop-carried floats, results of math calls, loads from memory
   that is written) is pushed on the tape by the forward pass.
 """
@@ -27,12 +31,15 @@ _PURE = {"add", "sub", "mul", "shl", "lshr", "ashr", "and", "or", "xor", "icmp",
          "sitofp", "bitcast", "getelementptr", "freeze", "extractvalue", "insertvalue",
          "fadd", "fsub", "fmul", "fneg", "ptrtoint", "inttoptr"}
 
+RECOMPUTE_DEPTH = 8      # longest chain of pure instructions cloned to rebuild one value
+
 
 class Access(Enum):
     """How the reverse pass obtains a primal value (see the module docstring)."""
     DIRECT = "direct"
     IV = "iv"
     RECOMPUTE = "recompute"
+    HOIST = "hoist"
     TAPE = "tape"
 
 
@@ -57,6 +64,7 @@ class ReversePlan:
         self._check_loop_shape()
         self.once = {b for b in fn.blocks if b in self.idom and b not in self.loop_of
                      and all(dominates(self.idom, b, r) for r in returns)}
+        self.returns = returns
         self.ivs = self._induction_variables()
         self.written = written_bases(fn)
 
@@ -110,13 +118,15 @@ class ReversePlan:
                 if not (isinstance(nxt, Instruction) and nxt.opcode == "add" and phi in nxt.operands):
                     continue
                 step = nxt.operands[1] if nxt.operands[0] is phi else nxt.operands[0]
-                if self._invariant_free(start, loop) and self._invariant_free(step, loop):
+                if self.defined_outside(start, loop) and self.defined_outside(step, loop):
                     ivs[phi] = InductionVariable(loop, start, step)
         return ivs
 
-    def _invariant_free(self, v: Value, loop: Loop) -> bool:
+    def defined_outside(self, v: Value, loop: Loop) -> bool:
+        """Defined outside `loop`: fixed while it runs (the reverse obtains it like any
+        value defined there, see `kind`)."""
         return isinstance(v, (Constant, Argument, GlobalRef)) or (
-            isinstance(v, Instruction) and v.block in self.once)
+            isinstance(v, Instruction) and v.block is not None and v.block not in loop.blocks)
 
     # ------------------------------------------------------------ availability
     def kind(self, v: Value, at: Block) -> Access:
@@ -131,7 +141,33 @@ class ReversePlan:
             return Access.IV
         if self._recomputable(v, at, depth=0):
             return Access.RECOMPUTE
+        if self.hoist_loop(v, at) is not None:
+            return Access.HOIST
         return Access.TAPE
+
+    def hoist_loop(self, v: Value, at: Block) -> Loop | None:
+        """The outermost loop around `at` that does not contain `v`'s definition, when `v`
+        can be taped once per run of it: pushed at each of its exits (all dominated by the
+        definition) and read by its reverse, which is entered only through those exits (no
+        return inside it). None otherwise."""
+        if not isinstance(v, Instruction) or v.block is None or v.block not in self.idom:
+            return None
+        loop = next((l for l in self.loops_containing(at) if v.block not in l.blocks), None)
+        if loop is None or any(r in loop.blocks for r in self.returns):
+            return None
+        if not all(dominates(self.idom, v.block, e) for e in self.exits(loop)):
+            return None
+        return loop
+
+    def exits(self, loop: Loop) -> list[Block]:
+        """Blocks outside `loop` entered from it, in a fixed order."""
+        out: dict[Block, None] = {}
+        for block in self.fn.blocks:
+            if block in loop.blocks:
+                for succ in block.successors():
+                    if succ not in loop.blocks and succ in self.idom:
+                        out[succ] = None
+        return list(out)
 
     def _recomputable(self, v: Value, at: Block, depth: int) -> bool:
         if isinstance(v, (Constant, Argument, GlobalRef)):
@@ -142,14 +178,13 @@ class ReversePlan:
         iv = self.ivs.get(v)
         if iv is not None:
             return at in iv.loop.blocks
-        if depth > 8 or v.block is None or not dominates(self.idom, v.block, at):
+        if depth > RECOMPUTE_DEPTH or v.block is None or not dominates(self.idom, v.block, at):
             return False
-        if v.opcode == "load":
-            if not self.read_only(v.operands[0]) or v.volatile:
-                return False
-        elif v.opcode not in _PURE:
-            return False
-        return all(self._recomputable(op, at, depth + 1) for op in v.operands)
+        pure = (v.opcode == "load" and self.read_only(v.operands[0]) and not v.volatile) \
+            or v.opcode in _PURE
+        if pure and all(self._recomputable(op, at, depth + 1) for op in v.operands):
+            return True
+        return depth > 0 and self.hoist_loop(v, at) is not None
 
     def read_only(self, ptr: Value) -> bool:
         """Memory the function never writes (distinct arrays are assumed not to overlap)."""
@@ -188,4 +223,4 @@ def _known_base(base: Value) -> bool:
         base.opcode == "alloca" or is_local_allocation(base)))
 
 
-__all__ = ["Access", "InductionVariable", "ReversePlan", "written_bases"]
+__all__ = ["Access", "InductionVariable", "RECOMPUTE_DEPTH", "ReversePlan", "written_bases"]

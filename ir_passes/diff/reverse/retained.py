@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from ...analysis.cfg import Loop
 from ...ir.values import Block, Value
 from .plan import Access
 
@@ -11,11 +12,13 @@ from .plan import Access
 class Retention(Enum):
     """How a needed value is kept: pushed per execution of its block ("tape"), in one stack
     slot written at most once ("spill"), cloned from available operands ("recompute"), or
-    rebuilt from a reverse loop counter ("iv")."""
+    rebuilt from a reverse loop counter ("iv"), or taped once per run of a loop it is
+    invariant in and kept in a stack slot while the loop's reverse runs ("hoist")."""
     TAPE = "tape"
     SPILL = "spill"
     RECOMPUTE = "recompute"
     IV = "iv"
+    HOIST = "hoist"
 
     @staticmethod
     def of(access: Access) -> Retention:
@@ -33,11 +36,13 @@ class Need(Enum):
 
 @dataclass(frozen=True)
 class Retained:
-    """How the reverse of `block` obtains `value` (`what` of it), reported to observers."""
+    """How the reverse of `block` obtains `value` (`what` of it), reported to observers.
+    `invariant_in`: for a value taped at the exit `block` of a loop it is invariant in."""
     kind: Retention
     what: Need
     block: Block
     value: Value
+    invariant_in: Loop | None = None
 
 
 __all__ = ["Need", "Retained", "Retention"]

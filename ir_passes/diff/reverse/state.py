@@ -47,6 +47,8 @@ class ReverseState:
         self.which: dict[Block, Instruction] = {}      # block -> synthetic "which pred" value
         self.frames: dict[Block, list[tuple[Value, Instruction]]] = {}   # tape pushes per block
         self.spills: dict[Instruction, Instruction] = {}
+        self.hoisted: dict[tuple[object, Value, Loop], Instruction] = {}   # -> stack slot
+        self.hoist_stores: dict[Block, list[tuple[Instruction, Instruction]]] = {}
         self.phis: list[tuple[Instruction, Instruction]] = []   # primal phi -> forward phi
         self.pending_counters: list[tuple[Loop, Instruction]] = []   # forward counter phis
         self.returns: list[tuple[Block, Value]] = []   # normal returns and their status
@@ -64,9 +66,9 @@ class ReverseState:
                           and not is_exceptional_return(t)]
         self.plan = ReversePlan(self.primal, normal_returns)
         self.entry = self.fn.add_block("entry")
-        self.tape = Tape(module, self.fn, self.entry)
+        self.tape = Tape(module, self.fn, self.entry, parked=spec.split is None)
         # split mode: the shadow arrays allocated so far, for a state that dies unreversed
-        self.owned = Tape(module, self.fn, self.entry, "owned") if spec.split else None
+        self.owned = Tape(module, self.fn, self.entry, "owned", parked=False) if spec.split else None
         self.owned_pushes: dict[Block, list[Value]] = {}
         self.slot_ptr = self._setup_entry()
         self.order = reverse_post_order(self.primal)

@@ -6,42 +6,90 @@ the reverse pass, so frames come off in exactly the order they went on, whatever
 flow (loops with unknown trip counts, breaks, early returns).
 
 State lives in three allocas (base, top, end) that LLVM promotes to registers; the stack
-grows by `realloc` in an out-of-line function and is released with `free` when the
-derivative returns (also on exceptional returns).
+grows by `realloc` in an out-of-line function. When the derivative returns (also on
+exceptional returns) the buffer is not freed but parked in a module global, taken again by
+the next call (an atomic exchange: concurrent calls each get a buffer of their own, the
+loser starts empty); fresh pages for every call cost more than the derivative itself on
+large tapes. Parked buffers keep their capacity in their first 8 bytes; buffers over
+`PARK_LIMIT` bytes are freed.
 """
 from __future__ import annotations
 
 from ...ir.builder import Builder, declare
 from ...ir.types import I8, I64, PTR, VOID, FunctionType, StructType, Type
-from ...ir.values import Block, Constant, Function, Instruction, Module, Value, const_int
+from ...ir.values import (Block, Constant, Function, GlobalRef, Instruction, Module, Value,
+                          const_int)
 
 SLOT = 8
 TAPE_PREFIX = "enzyme_py.tape."
 GROW_FUNCTION = TAPE_PREFIX + "grow"
+RELEASE_FUNCTION = TAPE_PREFIX + "release"
+PARKED = TAPE_PREFIX + "parked"
+_NO_CAPACITY = TAPE_PREFIX + "no_capacity"
+PARK_LIMIT = 1 << 28
+RESERVED_PUSH = "tape.reserved.push"      # names the new top of an unchecked push
 _STATE = StructType((PTR, PTR, PTR))
 
 
 class Tape:
-    def __init__(self, module: Module, fn: Function, entry: Block, name: str = "tape") -> None:
+    def __init__(self, module: Module, fn: Function, entry: Block, name: str = "tape",
+                 parked: bool = True) -> None:
+        """`parked=False`: start empty instead of taking the parked buffer (split mode, whose
+        reverse half runs the entry again)."""
         self.module = module
         self.fn = fn
         b = Builder(entry)
         self.base = b.alloca(PTR, f"{name}.base")
         self.top = b.alloca(PTR, f"{name}.top")
         self.end = b.alloca(PTR, f"{name}.end")
-        for slot in (self.base, self.top, self.end):
-            b.store(Constant(PTR, "null"), slot)
+        _declare_globals(module)
         self.used = False
+        if not parked:
+            for slot in (self.base, self.top, self.end):
+                b.store(Constant(PTR, "null"), slot)
+            return
+        held = b.insert(Instruction("atomicrmw", PTR, [GlobalRef(PARKED), Constant(PTR, "null")],
+                                    "tape.parked", flags=("xchg",), ordering="acquire"))
+        empty = b.icmp("eq", held, Constant(PTR, "null"))
+        capacity = b.load(I64, b.select(empty, GlobalRef(_NO_CAPACITY), held))
+        b.store(held, self.base)
+        b.store(held, self.top)
+        b.store(b.gep(I8, held, [capacity]), self.end)
 
-    def push(self, block: Block, values: list[Value]) -> Block:
+    def push(self, block: Block, values: list[Value], checked: bool = True) -> Block:
         """Append a push of `values` at the end of `block` (before its terminator).
 
-        Splits `block`: returns the block that now holds the terminator.
+        Splits `block` unless `checked` is False (the space was reserved before the loop
+        `block` is in, see `reserve`): returns the block that now holds the terminator.
         """
         self.used = True
+        need = const_int(I64, SLOT * len(values))
+        if not checked:
+            b = Builder(block)
+            b.position_before(block.terminator)
+            at = b.load(PTR, self.top, "tape.top")
+            self._store_frame(b, at, values)
+            b.store(b.gep(I8, at, [need], RESERVED_PUSH), self.top)
+            return block
+        cont, at = self._ensure(block, need)
+        b = Builder(cont)
+        b.position_before(term := cont.instructions[-1])
+        assert term.is_terminator
+        self._store_frame(b, at, values)
+        b.store(b.gep(I8, at, [need]), self.top)
+        return cont
+
+    def reserve(self, block: Block, need: Value) -> Block:
+        """Make room for `need` more bytes at the end of `block` (the forward preheader of a
+        loop whose pushes are unchecked); returns the block now holding the terminator."""
+        self.used = True
+        return self._ensure(block, need)[0]
+
+    def _ensure(self, block: Block, need: Value) -> tuple[Block, Instruction]:
+        """Split `block` before its terminator: grow the tape if `need` bytes do not fit.
+        Returns the continuation (holding the terminator) and the top there."""
         term = block.instructions.pop()
         b = Builder(block)
-        need = const_int(I64, SLOT * len(values))
         top = b.load(PTR, self.top, "tape.top")
         new_top = b.gep(I8, top, [need])
         full = b.icmp("ugt", new_top, b.load(PTR, self.end))
@@ -51,20 +99,22 @@ class Tape:
         b.position_at_end(grow)
         state = b.call(self._grow_fn(), [b.load(PTR, self.base), top, b.load(PTR, self.end), need],
                        _STATE)
-        grown_base = b.extractvalue(state, (0,))
         grown_top = b.extractvalue(state, (1,))
-        b.store(grown_base, self.base)
+        b.store(b.extractvalue(state, (0,)), self.base)
         b.store(b.extractvalue(state, (2,)), self.end)
+        b.store(grown_top, self.top)
         b.br(cont)
         b.position_at_end(cont)
         at = b.phi(PTR, "tape.at")
         at.operands = [top, grown_top]
         at.incoming = [block, grow]
+        cont.append(term)
+        return cont, at
+
+    @staticmethod
+    def _store_frame(b: Builder, at: Value, values: list[Value]) -> None:
         for i, v in enumerate(values):
             b.store(v, b.gep(I8, at, [const_int(I64, SLOT * i)]) if i else at)
-        b.store(b.gep(I8, at, [need]), self.top)
-        cont.append(term)
-        return cont
 
     def pop(self, b: Builder, values: list[Instruction]) -> None:
         """Emit the pop of one frame at `b`: `values` are pre-made loads, inserted here."""
@@ -77,8 +127,11 @@ class Tape:
             b.insert(load)
 
     def release(self, b: Builder) -> None:
-        free = declare(self.module, "free", VOID, [PTR])
-        b.call(free, [b.load(PTR, self.base)], VOID)
+        """Park the buffer for the next call (see the module docstring)."""
+        fn = self.module.functions.get(RELEASE_FUNCTION)
+        if fn is None or fn.is_declaration:
+            fn = _build_release(self.module)
+        b.call(fn, [b.load(PTR, self.base), b.load(PTR, self.end)], VOID)
 
     def _grow_fn(self) -> Function:
         fn = self.module.functions.get(GROW_FUNCTION)
@@ -110,6 +163,38 @@ def _build_grow(module: Module) -> Function:
     state = b.insertvalue(state, b.gep(I8, new, [used]), (1,))
     state = b.insertvalue(state, b.gep(I8, new, [want]), (2,))
     b.ret(state)
+    module.add_function(fn)
+    return fn
+
+
+def _declare_globals(module: Module) -> None:
+    module.globals.setdefault(PARKED, f"@{PARKED} = internal global ptr null, align 8")
+    module.globals.setdefault(_NO_CAPACITY,
+                              f"@{_NO_CAPACITY} = internal constant i64 0, align 8")
+
+
+def _build_release(module: Module) -> Function:
+    """void release(base, end): park the buffer (capacity in its first slot), freeing the
+    one parked before; free it instead when over PARK_LIMIT bytes."""
+    fn = Function(RELEASE_FUNCTION, FunctionType(VOID, (PTR, PTR)), ["base", "end"],
+                  linkage="internal")
+    fn.fn_attrs = "noinline"
+    base, end = fn.args
+    b = Builder(fn.add_block("entry"))
+    park, drop = fn.add_block("park"), fn.add_block("drop")
+    capacity = b.sub(b.cast("ptrtoint", end, I64), b.cast("ptrtoint", base, I64))
+    small = b.icmp("ule", capacity, const_int(I64, PARK_LIMIT))
+    b.cbr(b.binop("and", small, b.icmp("ne", base, Constant(PTR, "null"))), park, drop)
+    free = declare(module, "free", VOID, [PTR])
+    b.position_at_end(drop)
+    b.call(free, [base], VOID)
+    b.ret()
+    b.position_at_end(park)
+    b.store(capacity, base)
+    before = b.insert(Instruction("atomicrmw", PTR, [GlobalRef(PARKED), base], "before",
+                                  flags=("xchg",), ordering="acq_rel"))
+    b.call(free, [before], VOID)
+    b.ret()
     module.add_function(fn)
     return fn
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
+from .cost_model import cost_model_lines
 from .retained import Retention
 from .tape import SLOT
 from .tape_entries import TapeReport, resolve_sizes
@@ -15,7 +16,7 @@ def print_tape(report: TapeReport, sizes: Mapping[str, int] | None = None) -> st
     """The report as `;`-comment text (like print-activity): loops, taped, spilled,
     recomputed, predecessor choices, total."""
     sizes = resolve_sizes(report, sizes or {})
-    out = [f"; tape of @{report.function} (reverse mode)"]
+    out = [f"; tape of @{report.function} (reverse mode)"] + cost_model_lines()
     if report.loops:
         out.append("; loops (trip count per entry):")
         rows = [(l.header, f"depth {l.depth}", f"in {l.parent}" if l.parent else "",

@@ -45,7 +45,7 @@ from ..spec import DiffSpec
 from .plan import ReversePlan
 from .driver import synthesize_reverse
 from .retained import Need, Retained, Retention
-from .tape import GROW_FUNCTION, SLOT  # GROW_FUNCTION: to be renamed public in tape.py
+from .tape import GROW_FUNCTION, RESERVED_PUSH, SLOT  # GROW_FUNCTION: to be renamed public in tape.py
 from .tape_entries import LoopTrips, TapeEntry, TapeReport, resolve_sizes
 from .tape_print import print_tape
 from .tape_sizes import Expr
@@ -141,6 +141,9 @@ class _Report:
                     return f"condition choosing the predecessor of {self._block_name(block)}"
                 return ("start or step of iv " if parent.kind is Retention.IV else
                         "operand of recomputed ") + self._ref(parent.value)
+        if ev.invariant_in is not None:
+            return f"invariant in loop {self._block_name(ev.invariant_in.header)} " \
+                "(taped at its exit, read by its reverse)"
         if self._synthetic(v):
             assert isinstance(v, Instruction) and v.block is not None
             what = "trip count of loop" if any(l.header is v.block for l in self.plan.loops) \
@@ -242,8 +245,8 @@ class _Report:
 # ---------------------------------------------------------------- cross-check
 
 def taped_slots(derivative: Function) -> dict[str, int]:
-    """Tape slots pushed per primal block by a synthesized derivative (from its grow calls),
-    keyed by block name ("" for unnamed blocks)."""
+    """Tape slots pushed per primal block by a synthesized derivative (from its grow calls
+    and its unchecked pushes), keyed by block name ("" for unnamed blocks)."""
     out: dict[str, int] = {}
     suffix = ".tape.grow"
     for block in derivative.blocks:
@@ -254,4 +257,8 @@ def taped_slots(derivative: Function) -> dict[str, int]:
                 if isinstance(need, ConstInt):
                     name = (block.name or "")[:-len(suffix)]
                     out[name] = out.get(name, 0) + need.value // SLOT
+            elif inst.opcode == "getelementptr" and inst.name == RESERVED_PUSH:   # unchecked
+                need = inst.operands[-1]
+                assert isinstance(need, ConstInt)
+                out[block.name or ""] = out.get(block.name or "", 0) + need.value // SLOT
     return out

@@ -1,0 +1,28 @@
+"""The cost model deciding how the reverse pass keeps each value it needs, as the tape
+report prints it (`--stage tape`): the cheapest applicable way wins, in this order."""
+from __future__ import annotations
+
+from .plan import RECOMPUTE_DEPTH
+from .tape import SLOT
+
+RULES = (
+    "direct: constants, arguments, values computed once on every path to the return (free)",
+    "iv: induction variables (start + step * counter; start and step defined outside the "
+    "loop) (a multiply-add per use)",
+    f"recompute: up to {RECOMPUTE_DEPTH} pure integer/address/float-arithmetic instructions "
+    "or loads of memory the function never writes, whose leaves are free or hoisted "
+    "(cloned per use; LLVM hoists invariant parts out of the reverse loops)",
+    "spill: values computed at most once per call (one stack slot per call)",
+    f"hoist: values invariant in the loops around the use ({SLOT} bytes per run of the "
+    "outermost such loop, taped at its exits, read from a stack slot by its reverse)",
+    f"tape: everything else: math-call results, loads of written memory, loop-carried "
+    f"values ({SLOT} bytes per execution of the block that needs it)",
+    "loops whose trip count is known at entry and that push only in their own blocks "
+    "reserve trips * frame bytes before they start: their pushes are plain stores",
+)
+
+
+def cost_model_lines() -> list[str]:
+    """The rules as `;` comment lines."""
+    return ["; placement (cheapest first):"] + [f";   {i + 1}. {r}" for i, r in
+                                                 enumerate(RULES[:-1])] + [f";   {RULES[-1]}"]
