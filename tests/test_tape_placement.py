@@ -16,7 +16,7 @@ from enzyme_py.inspection import inspection
 from ir_passes.diff.reverse.retained import Need
 from ir_passes.diff.reverse.tape_report import taped_slots
 
-from tests.cli.test_tape_report import observed_counts, report_counts
+from tests.unit.enzyme_py.cli.test_tape_report import observed_counts, report_counts
 from tests.support.gradcheck import check_all
 from tests.support.kernel import Kernel
 

@@ -274,7 +274,7 @@ def test_no_op_without_libmvec(what, monkeypatch, fresh_variants):
 @needs_libmvec
 def test_cli_no_vector_math(capsys):
     from enzyme_py.cli import main
-    args = ["inspect", "tests/cli/samples.py:sin_sum", "--types", "float64[::1], int64",
+    args = ["inspect", "tests/unit/enzyme_py/cli/samples.py:sin_sum", "--types", "float64[::1], int64",
             "--args", "dup,const", "--stage", "optimized"]
     assert main(args) == 0
     assert vector_calls(capsys.readouterr().out)
@@ -308,7 +308,7 @@ def test_derivative_of_an_annotated_derivative():
 
 def test_ir_files_are_inspected_as_the_c_front_end_compiles_them():
     """IR targets (the C front end compiles without vector math) default to scalar libm."""
-    args = ("tests/cli/kernels.ll", ["dup", "dup", "active", "const"])
+    args = ("tests/unit/enzyme_py/cli/kernels.ll", ["dup", "dup", "active", "const"])
     off = inspect(*args, func="axpy", stage="optimized")
     assert "vector-function-abi-variant" not in off and vector_calls(off) == []
     if HAS_LIBMVEC:

@@ -13,10 +13,10 @@ import pytest
 
 from enzyme_py import cli
 from enzyme_py.cli import main
+from tests.support.paths import ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-KERNELS_LL = os.path.join(ROOT, "tests", "cli", "kernels.ll")
-SAMPLES = os.path.join(ROOT, "tests", "cli", "samples.py")
+KERNELS_LL = os.path.join(ROOT, "tests", "unit", "enzyme_py", "cli", "kernels.ll")
+SAMPLES = os.path.join(ROOT, "tests", "unit", "enzyme_py", "cli", "samples.py")
 SIN_SUM = [f"{SAMPLES}:sin_sum", "--types", "float64[::1], int64", "--args", "dup,const"]
 NOT_IR = ("not valid LLVM IR (fix the file, or produce it again with clang -S -emit-llvm)")
 FORMS = "expected MODULE:FUNC or path/file.py:FUNC (or an LLVM file.ll --func NAME)"
@@ -139,8 +139,8 @@ def test_missing_function_in_module(files, capsys):
     assert fails(capsys, [f"{target}:LIMIT", *py]) == (
         f"{target}:LIMIT: LIMIT is not a function (int); it defines g, h: give one of them "
         "after the ':'")
-    assert fails(capsys, ["tests.cli.samples:nope", *py]) == (
-        "tests.cli.samples has no function 'nope'; it defines branchy, scale, sin_grid, "
+    assert fails(capsys, ["tests.unit.enzyme_py.cli.samples:nope", *py]) == (
+        "tests.unit.enzyme_py.cli.samples has no function 'nope'; it defines branchy, scale, sin_grid, "
         "sin_sum, square, store_to_const, until_small: give one of them after the ':'")
 
 

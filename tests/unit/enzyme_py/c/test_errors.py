@@ -20,14 +20,14 @@ def _derive(fn, acts, mode="reverse"):
 
 def test_recursion_is_refused_at_the_recursive_call():
     with pytest.raises(UnsupportedError, match=r"recursion \(@fact -> @fact\) is not supported "
-                       r"yet(.|\n)*at .*tests/c/errors\.c:6\n  code: .*\n  fix: rewrite the recursion as a "
+                       r"yet(.|\n)*at .*tests/unit/enzyme_py/c/errors\.c:6\n  code: .*\n  fix: rewrite the recursion as a "
                        r"loop"):
         _derive("fact", "active,const")
 
 
 def test_call_without_derivative_names_the_line():
     with pytest.raises(UnsupportedError, match=r"no derivative rule for the external function 'mystery'"
-                       r"(.|\n)*at .*tests/c/errors\.c:9"):
+                       r"(.|\n)*at .*tests/unit/enzyme_py/c/errors\.c:9"):
         _derive("opaque", "active")
 
 
@@ -57,7 +57,7 @@ def test_rule_registered_from_python_applies_to_c(monkeypatch):
 
 
 def test_memory_without_shadow_suggests_malloc():
-    with pytest.raises(UnsupportedError, match=r"memory returned by 'calloc'(.|\n)*at .*tests/c/"
+    with pytest.raises(UnsupportedError, match=r"memory returned by 'calloc'(.|\n)*at .*tests/unit/enzyme_py/c/"
                        r"errors\.c:14\n  fix: allocate the buffer with malloc"):
         _derive("zeroed", "dup,const")
 

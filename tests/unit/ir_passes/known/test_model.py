@@ -10,8 +10,9 @@ import pytest
 
 from ir_passes.known.calls import known_problem
 from ir_passes.known.model import KnownCall, Role, known_call, register, runtime_call
+from tests.support.paths import ROOT
 
-_ROOT = pathlib.Path(__file__).resolve().parents[2]
+_ROOT = pathlib.Path(ROOT)
 
 
 def test_exact_name_beats_prefix_and_longest_prefix_wins() -> None:

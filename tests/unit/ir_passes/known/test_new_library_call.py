@@ -22,7 +22,7 @@ from ir_passes.ir.types import I64, PTR, VOID
 from ir_passes.ir.values import Instruction
 from ir_passes.known.model import (CallContext, Flow, ForwardCalls, KnownCall, ReadInReverse,
                                    ReverseCalls, register)
-from tests.c.conftest import HAVE_CLANG
+from tests.unit.enzyme_py.c.conftest import HAVE_CLANG
 from tests.support.arrays import copy_args
 from tests.support.gradcheck import check_forward, check_inner_product, check_reverse
 from tests.support.kernel import Kernel
@@ -101,7 +101,7 @@ def _derived(acts: tuple, mode: str):
 
 
 def _derive(f, name, acts, mode="reverse", **kw):
-    """`derive` with the conventions gradcheck expects (as tests/c/ckernels.c_derive)."""
+    """`derive` with the conventions gradcheck expects (as tests/unit/enzyme_py/c/ckernels.c_derive)."""
     df = _derived(tuple(acts), mode)
     if mode == "reverse":
         return lambda *args: df(*args) or ()

@@ -21,8 +21,8 @@ from numba import float64, njit
 
 import enzyme_py.numba_bridge.capture as cap
 from enzyme_py import UnsupportedError, derive_diff
+from tests.support.paths import ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 CACHED_MODULE = """
 import numpy as np, numba

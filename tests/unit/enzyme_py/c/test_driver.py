@@ -11,8 +11,8 @@ import pytest
 
 from enzyme_py.c.driver import main as clang_main
 from enzyme_py.cli import main as cli_main
+from tests.support.paths import ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXAMPLES = os.path.join(ROOT, "examples", "c")
 
 

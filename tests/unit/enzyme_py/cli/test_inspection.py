@@ -51,7 +51,7 @@ def test_raw(sin_sum):
         ; CHECK: define i32 @{{.*}}sin_sum{{.*}}(ptr {{.*}}%retptr, ptr {{.*}}%excinfo, {{.*}}ptr %arg.x.4, {{.*}}i64 %arg.n)
         ; CHECK: alloca
         ; CHECK: !enzyme.loc
-        ; CHECK: = !{!"{{.*}}tests/cli/samples.py:12"}
+        ; CHECK: = !{!"{{.*}}tests/unit/enzyme_py/cli/samples.py:12"}
     """)
 
 
@@ -333,10 +333,10 @@ def test_python_target_strings():
     path = os.path.join(HERE, "samples.py")
     assert "square (float64)" in inspect(f"{path}:square", "active", types="float64",
                                          stage="canonical")
-    assert "square (float64)" in inspect("tests.cli.samples:square", "active", types="float64",
+    assert "square (float64)" in inspect("tests.unit.enzyme_py.cli.samples:square", "active", types="float64",
                                          stage="canonical")
     with pytest.raises(InspectionError, match="has no function 'nope'; it defines branchy"):
-        inspect("tests.cli.samples:nope", "active", types="float64")
+        inspect("tests.unit.enzyme_py.cli.samples:nope", "active", types="float64")
 
 
 def test_source_location_in_unsupported_error():

@@ -1,4 +1,4 @@
-"""tests/c/kernels.c as test `Kernel`s: each `fn` calls the C function (compiled by clang-22
+"""tests/unit/enzyme_py/c/kernels.c as test `Kernel`s: each `fn` calls the C function (compiled by clang-22
 into a shared library, loaded with ctypes; arrays passed as `a.ctypes`, which both Python and
 Numba turn into pointers), so tests/support/gradcheck checks `enzyme_py.c.derive` exactly as
 it checks the Numba API. `c_derive` adapts `derive`'s C conventions to that API's (gradients

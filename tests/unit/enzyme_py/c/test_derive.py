@@ -8,8 +8,8 @@ import ctypes
 import numpy as np
 import pytest
 
-from tests.c.ckernels import KERNELS_C, c_derive, kernels
-from tests.c.conftest import HAVE_CLANG
+from tests.unit.enzyme_py.c.ckernels import KERNELS_C, c_derive, kernels
+from tests.unit.enzyme_py.c.conftest import HAVE_CLANG
 from tests.support.gradcheck import check_forward, check_inner_product, check_reverse
 
 KERNELS = kernels() if HAVE_CLANG else []

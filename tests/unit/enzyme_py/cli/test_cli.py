@@ -16,9 +16,9 @@ import pytest
 from enzyme_py.cli import main
 
 from tests.support.filecheck import check
+from tests.support.paths import ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SIN_SUM = ["tests/cli/samples.py:sin_sum", "--types", "float64[::1], int64", "--args",
+SIN_SUM = ["tests/unit/enzyme_py/cli/samples.py:sin_sum", "--types", "float64[::1], int64", "--args",
            "dup,const"]
 
 pytestmark = pytest.mark.xdist_group(name="cli-subprocess")
@@ -81,10 +81,10 @@ def test_every_stage_in_process(capsys):
     for stage, patterns in STAGE_CHECKS.items():
         assert main(["inspect", *SIN_SUM, "--stage", stage, "--sizes", "n=10000"]) == 0
         check(capsys.readouterr().out, patterns)
-    assert main(["inspect", "tests/cli/samples.py:square", "--args", "active"]) == 1
+    assert main(["inspect", "tests/unit/enzyme_py/cli/samples.py:square", "--args", "active"]) == 1
     assert "give the argument types" in capsys.readouterr().err
     # with --stage all, the stages before a failing one are printed, then the error
-    assert main(["inspect", "tests/cli/samples.py:store_to_const", "--types",
+    assert main(["inspect", "tests/unit/enzyme_py/cli/samples.py:store_to_const", "--types",
                  "float64[::1], float64[::1]", "--args", "const,dup", "--stage", "all"]) == 1
     printed = capsys.readouterr()
     assert "-- activity\n" in printed.out and "-- derivative\n" not in printed.out
@@ -98,11 +98,11 @@ def test_subprocesses(tmp_path):
     dot, svg, out = tmp_path / "g.dot", tmp_path / "g.svg", tmp_path / "tape.txt"
     results = run_all(
         [*SIN_SUM, "--stage", "all", "--sizes", "n=10000", "--cfg", str(svg)],
-        ["tests/cli/kernels.ll", "--func", "axpy", "--args", "dup,dup,active,const",
+        ["tests/unit/enzyme_py/cli/kernels.ll", "--func", "axpy", "--args", "dup,dup,active,const",
          "--stage", "tape", "--sizes", "n=10", "-o", str(out)],
-        ["tests/cli/kernels.ll", "--func", "dot", "--args", "dup,const,const", "--mode",
+        ["tests/unit/enzyme_py/cli/kernels.ll", "--func", "dot", "--args", "dup,const,const", "--mode",
          "forward", "--stage", "derivative", "--cfg", str(dot)],
-        ["tests/cli/samples.py:store_to_const", "--types", "float64[::1], float64[::1]",
+        ["tests/unit/enzyme_py/cli/samples.py:store_to_const", "--types", "float64[::1], float64[::1]",
          "--args", "const,dup"],
     )
     everything, tape, fwd, unsupported = results
@@ -140,7 +140,7 @@ def test_subprocesses(tmp_path):
     check(unsupported.stderr, """
         ; CHECK: enzyme-py: error: cannot differentiate: active value stored into memory without a shadow (array 'out' is const)
         ; CHECK-NEXT: instruction: store double
-        ; CHECK: at {{.*}}tests/cli/samples.py:{{[0-9]+}}
+        ; CHECK: at {{.*}}tests/unit/enzyme_py/cli/samples.py:{{[0-9]+}}
         ; CHECK-NEXT: code: out[0] = 2.0 * x[0]
         ; CHECK-NEXT: fix: mark that array 'dup'
     """)

@@ -1,5 +1,5 @@
 """The reverse pass's tape (ir_passes/diff/reverse/tape.py), built into a tiny function with
-the Builder and run natively (MCJIT, tests/rules/jit_harness.py).
+the Builder and run natively (MCJIT, tests/unit/ir_passes/diff/rules/jit_harness.py).
 
 ``void @lifo(ptr %in, ptr %out, i64 %n)`` pushes frames ``(in[i], i)`` for i = 0..n-1 in a
 first loop, pops them in a second loop writing ``out[j] = value * 1000 + index``, then
@@ -20,7 +20,7 @@ from ir_passes.ir.printer import print_module
 from ir_passes.ir.types import DOUBLE, I64, PTR, VOID, FunctionType
 from ir_passes.ir.values import Function, Module, const_float, const_int
 from tests.support.filecheck import check
-from tests.rules.jit_harness import compile_modules
+from tests.unit.ir_passes.diff.rules.jit_harness import compile_modules
 
 
 def build_lifo(reserved: bool = False) -> Module:

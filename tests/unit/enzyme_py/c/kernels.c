@@ -1,4 +1,4 @@
-/* Kernels for tests/c/test_derive.py: each is differentiated by enzyme_py.c.derive and checked
+/* Kernels for tests/unit/enzyme_py/c/test_derive.py: each is differentiated by enzyme_py.c.derive and checked
    against central finite differences of itself (compiled by clang-22 into a shared library). */
 #include <math.h>
 #include <stdlib.h>

@@ -28,7 +28,7 @@ from ir_passes.diff.rules.special import define_digamma, digamma, digamma_symbol
 from ir_passes.ir.builder import Builder, declare
 from ir_passes.ir.types import DOUBLE, FLOAT, I32, I64, PTR, VOID, FunctionType, Type
 from ir_passes.ir.values import Function, Module, Value, const_int
-from tests.rules.jit_harness import compile_modules
+from tests.unit.ir_passes.diff.rules.jit_harness import compile_modules
 
 
 @dataclass(frozen=True)

@@ -1,2 +1,0 @@
-"""Unit tests of the IR layer and analyses (parser, printer, builder, types, clone, cfg,
-activity, tape, reverse plan)."""
