@@ -101,6 +101,9 @@ def derive_diff(f, name: str | None, activities, mode: str = "reverse", *,
                        params + ([d_ret] if d_ret else []))
 
 
+_NO_ENTRY_POINTS = {"no_cpython_wrapper": True, "no_cfunc_wrapper": True}
+
+
 def _dispatcher(name: str, specializer: Specializer, build, wrapper_source, params: list[str],
                 rest: bool = False) -> Dispatcher:
     """The njit dispatcher `name(*params)` (with `*rest` when `rest`) whose body is the
@@ -122,7 +125,8 @@ def _dispatcher(name: str, specializer: Specializer, build, wrapper_source, para
     typer_scope = {"make_impl": make_impl}
     exec(f"def typer({arglist}):\n    return make_impl(({arglist},))\n", typer_scope)
     # inlined: the wrapper is one function, so an exception leaves it with nothing held
-    overload(stub, inline="always")(typer_scope["typer"])
+    # (compiled once on its own for its signature, then inlined: no Python or C entry point)
+    overload(stub, inline="always", jit_options=_NO_ENTRY_POINTS)(typer_scope["typer"])
     if rest:
         source = (f"def derivative({', '.join(params + ['*rest'])}):\n"
                   f"    return stub({arglist})\n")

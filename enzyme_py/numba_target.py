@@ -51,6 +51,7 @@ def numba_target(primal: Dispatcher, spec: ActivitySpec, primal_types: tuple,
                      params=param_specs(cap, spec), ret=ret_act,
                      ret_type=None if restype == types.none else parse_type(ret_text),
                      width=spec.width, return_primal=spec.return_primal,
+                     noalias_arrays=_only_checked_arrays(primal_types),
                      **return_fields(spec, cap.restype))
     title = f"{primal.py_func.__qualname__} ({', '.join(str(t) for t in primal_types)})"
     return Target(title, cap.raw_text, cap.module_text, dspec, "numba",
@@ -68,6 +69,13 @@ def param_specs(cap: CapturedFunction, spec: ActivitySpec) -> tuple[ParamSpec, .
         else:
             out.append(ParamSpec(layout.name, act, layout.llvm_args))
     return tuple(out)
+
+
+def _only_checked_arrays(primal_types: tuple) -> bool:
+    """Whether the wrapper's call checks (`call_checks`) see every array the function can
+    reach: each parameter is an array or a number (an array inside a tuple or record is not
+    checked, so it might share memory with a written array argument)."""
+    return all(isinstance(t, (types.Array, types.Number, types.Boolean)) for t in primal_types)
 
 
 def result_type(spec: ActivitySpec, prim_ret, ret_act: Activity, primal_types: tuple):

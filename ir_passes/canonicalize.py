@@ -14,7 +14,8 @@ iterations of square-and-multiply, which the reverse pass would have to tape) in
 ``x * x``; loops whose trip count is unknown or large are untouched.
 
 ``optimize`` runs the full per-module pipeline with unrolling and vectorisation (what the
-derivative looks like once compiled). ``verify`` parses and runs LLVM's verifier.
+derivative looks like once compiled: strict FP reductions vectorised in order, as
+``enzyme_py.numba_bridge.link.compile_library`` does, see ``ordered_reductions``). ``verify`` parses and runs LLVM's verifier.
 
 All three consume and produce module text and raise ``InvalidIRError`` with LLVM's message;
 input is verified before any pass runs, because llvmlite's LLVM aborts the process on some
@@ -27,6 +28,7 @@ import functools
 import llvmlite.binding as llvm
 
 from .errors import InvalidIRError
+from .ordered_reductions import ordered_reductions
 
 __all__ = ["canonicalize", "canonicalize_module", "optimize", "parse", "run_module_passes",
            "verify"]
@@ -106,5 +108,6 @@ def optimize(module_text: str, level: int = 3) -> str:
     pb = _pass_builder(level, vectorize=level >= 2)
     mpm = pb.getModulePassManager()
     mpm.add_refprune_pass()
-    mpm.run(module, pb)
+    with ordered_reductions():
+        mpm.run(module, pb)
     return str(module)

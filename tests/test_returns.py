@@ -387,7 +387,7 @@ def test_the_derivative_ir_takes_and_consumes_d_ret():
     text = enzyme_py.inspect(sum_and_squares, ["dup"], "reverse", types="float64[::1]",
                              stage="derivative")
     header = next(line for line in text.splitlines() if line.startswith("define "))
-    assert re.search(r"ptr %\"x'\.4\", .*double %d_ret\.0\.0, ptr %d_ret\.1\.0,.*"
+    assert re.search(r"ptr noalias %\"x'\.4\", .*double %d_ret\.0\.0, ptr %d_ret\.1\.0,.*"
                      r"ptr %d_ret\.1\.4, i64 %d_ret\.1\.5, i64 %d_ret\.1\.6\)", header), header
     assert re.search(r"br i1 %\S+, label %d_ret\.shape\.error, label %d_ret\.seeded", text)
     assert re.search(r"call void @enzyme_py\.seed_array\.double\.1\(ptr %\S+, "

@@ -178,6 +178,8 @@ def _twin(dispatcher: Dispatcher) -> Dispatcher:
                 f"{dispatcher.py_func.__qualname__} is compiled with parallel=True",
                 hint="differentiate a serial version (no parallel=True / prange)")
         options["nopython"] = True
+        # never called: no Python or C entry point to generate, optimise and compile
+        options.update(no_cpython_wrapper=True, no_cfunc_wrapper=True)
         twin = jit(locals=dispatcher.locals, pipeline_class=_CapturingCompiler,
                    **options)(dispatcher.py_func)
         _twins[dispatcher] = twin

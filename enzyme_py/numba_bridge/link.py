@@ -35,6 +35,7 @@ from numba.extending import intrinsic
 
 from ir_passes.api import parse
 from ir_passes.errors import InvalidIRError
+from ir_passes.ordered_reductions import ordered_reductions
 
 __all__ = ["Built", "compile_library", "lazy_intrinsic", "llvm_abi", "njit_wrapper",
            "raise_failed", "unique_symbol"]
@@ -54,6 +55,7 @@ def compile_library(module_text: str, name: str, linking_libraries=()) -> CodeLi
     Exported functions must have external linkage (Numba's module optimisation deletes unused
     ``linkonce`` bodies) and names unique in the process (all libraries share one JIT).
     ``linking_libraries`` (e.g. the primal's library) supply functions the IR calls.
+    Strict floating-point reductions are vectorised in order (bit-identical results).
     """
     module = parse(module_text)
     exported = []
@@ -73,7 +75,8 @@ def compile_library(module_text: str, name: str, linking_libraries=()) -> CodeLi
         for linked in linking_libraries:
             library.add_linking_library(linked)
         library.add_llvm_module(module)
-        library.finalize()
+        with ordered_reductions():    # strict sums vectorised in order, only in our code
+            library.finalize()
         _defined_symbols.update(exported)
     return library
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from ..errors import ActivityError
 from ..ir.types import I32, PTR, FunctionType, Type
 from ..ir.values import Argument, Function
-from ..known.array_layout import exploded_types, stride_args
+from ..known.array_layout import DATA, exploded_types, stride_args
 from .spec import DiffSpec, ParamSpec
 
 
@@ -63,7 +63,25 @@ def build_signature(primal: Function, spec: DiffSpec) -> Signature:
     sig.tangent_out = trailing
     sig.primal_args[primal.args[spec.retptr]] = sig.retptr
     sig.primal_args[primal.args[spec.excinfo]] = sig.excinfo
+    if spec.noalias_arrays and spec.split is None:
+        _mark_noalias(sig, primal, spec)
     return sig
+
+
+def _mark_noalias(sig: Signature, primal: Function, spec: DiffSpec) -> None:
+    """`noalias` on the data pointer of every array argument and array shadow.
+
+    LLVM's `noalias` only constrains memory that is modified during the call: two read-only
+    arrays may share memory; a written one must share none with any other argument, which is
+    what the front end's call checks guarantee (`spec.noalias_arrays`). Not in split mode:
+    the reverse half reaches shadows through pointers the forward half taped as well.
+    """
+    for p in spec.params:
+        if p.is_array:
+            sig.primal_args[primal.args[p.data_arg]].attrs = "noalias"
+        shadow = sig.shadow_args.get(p.name, [])
+        if p.activity.has_shadow and (p.is_array or spec.width > 1) and len(shadow) > DATA:
+            shadow[DATA].attrs = "noalias"
 
 
 def _return_adjoint_types(spec: DiffSpec) -> list[list[Type]]:

@@ -107,6 +107,8 @@ class DiffSpec:
     ret_arrays: tuple[tuple[int, ...], ...] = ()   # paths of every array in the return
                                                    # value (released when it is dropped)
     split: SplitSpec | None = None   # reverse mode: cut into forward and reverse halves
+    noalias_arrays: bool = False     # every call guarantees that an array argument (primal or
+                                     # shadow) written overlaps no other array argument
 
     def param_of_arg(self, index: int) -> ParamSpec | None:
         for p in self.params:

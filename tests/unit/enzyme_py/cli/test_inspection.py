@@ -129,7 +129,7 @@ def test_tape_stage_warns_when_the_derivative_pushes_more_than_reported(monkeypa
 
 def test_derivative(sin_sum):
     check(sin_sum.text("derivative"), _header("derivative") + """
-        ; CHECK: define i32 @diffe_sin_sum(ptr %retptr, ptr %excinfo, {{.*}}ptr %arg.x.4, {{.*}}ptr %"x'.4", {{.*}}i64 %arg.n) {
+        ; CHECK: define i32 @diffe_sin_sum(ptr %retptr, ptr %excinfo, {{.*}}ptr noalias %arg.x.4, {{.*}}ptr noalias %"x'.4", {{.*}}i64 %arg.n) {
         ; CHECK: [[SIN:%[^ ]+]] = tail call double @llvm.sin.f64
         ; CHECK: store double [[SIN]], ptr %tape.top
         ; CHECK: reverse.entry:
@@ -271,7 +271,9 @@ def test_numba_abi_ll_and_bc_round_trip(sin_sum, tmp_path):
     ll.write_text(sin_sum.text("canonical"))
     bc = tmp_path / "sin_sum.bc"
     bc.write_bytes(llvm.parse_assembly(ll.read_text()).as_bitcode())
-    want = _body(sin_sum.text("derivative"))
+    # the same code, but without the Numba wrapper's call checks, so without noalias
+    want = _body(sin_sum.text("derivative")).replace("ptr noalias ", "ptr ")
+    assert want != _body(sin_sum.text("derivative"))
     for path in (ll, bc):       # func: a part of the mangled name
         ins = inspection(str(path), "dup,const", func="sin_sum", canonicalize=False)
         assert ins.target.abi == "numba"
