@@ -13,6 +13,9 @@ setup(
         "numpy>=1.24",
     ],
     extras_require={"test": ["pytest>=7", "pytest-xdist>=3", "filecheck>=1.0", "hypothesis>=6",
-                             "scipy>=1.10"]},  # scipy: Numba needs it for np.dot (BLAS)
+                             "scipy>=1.10",  # scipy: Numba needs it for np.dot (BLAS)
+                             "jax>=0.4.30"],  # tests of enzyme_py.jax
+                    # enzyme_py.jax / enzyme_py.torch (PyTorch's tests skip without it)
+                    "jax": ["jax>=0.4.30"], "torch": ["torch>=2.1"]},
     entry_points={"console_scripts": ["enzyme-py=enzyme_py.cli:main"]},
 )

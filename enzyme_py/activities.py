@@ -27,6 +27,7 @@ class ActivitySpec:
                                                   # a tuple: one per returned tuple element
     width: int
     return_primal: bool
+    split: bool = False     # mode="split": reverse mode cut into forward and reverse halves
 
     def shadowed(self, i: int) -> bool:
         return self.activities[i].has_shadow
@@ -36,8 +37,14 @@ def parse_spec(pyfunc, activities, mode: str, ret, width: int,
                return_primal: bool, names=None) -> ActivitySpec:
     """`names`: how to call the parameters in messages, if not by `pyfunc`'s own names (a
     derivative's parameters are generated; its argument labels are given instead)."""
+    split = mode == "split"
+    if split:
+        if return_primal:
+            raise ActivityError("return_primal is not for split mode: its forward half "
+                                "returns the primal value already")
+        mode = "reverse"
     if mode not in MODES:
-        raise ActivityError(f"mode must be 'forward' or 'reverse', not {mode!r}")
+        raise ActivityError(f"mode must be 'forward', 'reverse' or 'split', not {mode!r}")
     params = _parameters(pyfunc) if names is None else list(names)
     words = activities.split(",") if isinstance(activities, str) else list(activities)
     words = [str(w).strip() for w in words]
@@ -63,7 +70,7 @@ def parse_spec(pyfunc, activities, mode: str, ret, width: int,
     if return_primal and mode != "reverse":
         raise ActivityError("return_primal is for reverse mode; forward mode returns the "
                             "primal value already")
-    return ActivitySpec(tuple(params), tuple(acts), mode, ret_act, width, return_primal)
+    return ActivitySpec(tuple(params), tuple(acts), mode, ret_act, width, return_primal, split)
 
 
 def _parse_ret(ret, mode: str) -> Activity | tuple[Activity, ...] | None:

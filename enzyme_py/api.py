@@ -28,6 +28,7 @@ from .call_checks import NAMESPACE as CHECKS
 from .call_boundary import guard_first_calls
 from .numba_bridge.link import lazy_intrinsic, njit_wrapper, raise_failed
 from .specialize import Specializer
+from .tape import claim, make_tape
 
 _stub_ids = itertools.count()
 
@@ -82,28 +83,46 @@ def derive_diff(f, name: str | None, activities, mode: str = "reverse", *,
                       inner.argument_labels() if inner is not None else None)
     name = name or f"d_{primal.py_func.__name__}"
     specializer = Specializer(primal, name, spec)
-    call = lazy_intrinsic(f"enzyme_{_ident(name)}", specializer.build, deferred=True)
+    params = specializer.wrapper_params()
+    if spec.split:
+        fwd = _dispatcher(f"{name}_fwd", specializer, specializer.build_forward_half,
+                          specializer.forward_half_source, params)
+        rev = _dispatcher(f"{name}_rev", specializer, specializer.build_reverse_half,
+                          specializer.reverse_half_source, params, rest=True)
+        return fwd, rev
     d_ret = specializer.d_ret_param()         # reverse mode: optional trailing adjoint
-    params = specializer.wrapper_params() + ([d_ret] if d_ret else [])
-    arglist = ", ".join(params)
+    return _dispatcher(name, specializer, specializer.build, specializer.wrapper_source,
+                       params + ([d_ret] if d_ret else []))
 
+
+def _dispatcher(name: str, specializer: Specializer, build, wrapper_source, params: list[str],
+                rest: bool = False) -> Dispatcher:
+    """The njit dispatcher `name(*params)` (with `*rest` when `rest`) whose body is the
+    wrapper `wrapper_source(argtypes)` writes per argument types, calling the derivative
+    `build(argtypes)` gives."""
+    call = lazy_intrinsic(f"enzyme_{_ident(name)}", build, deferred=True)
+    arglist = ", ".join(params + (["rest"] if rest else []))
     stub_scope: dict = {}
     exec(f"def stub({arglist}):\n    raise NotImplementedError\n", stub_scope)
     stub = stub_scope["stub"]
     stub.__name__ = stub.__qualname__ = f"__enzyme_stub_{next(_stub_ids)}"
 
     def make_impl(argtypes: tuple):
-        scope = {"__call": call, "__raise_failed": raise_failed, "np": np, **CHECKS}
-        exec(specializer.wrapper_source(argtypes), scope)
+        scope = {"__call": call, "__raise_failed": raise_failed, "np": np,
+                 "__make_tape": make_tape, "__claim": claim, **CHECKS}
+        exec(wrapper_source(argtypes), scope)
         return scope["impl"]
 
     typer_scope = {"make_impl": make_impl}
     exec(f"def typer({arglist}):\n    return make_impl(({arglist},))\n", typer_scope)
     # inlined: the wrapper is one function, so an exception leaves it with nothing held
     overload(stub, inline="always")(typer_scope["typer"])
-    # defaults: a call missing arguments reaches the typer, which names them
-    defaults = ", ".join(f"{a}=None" for a in params)
-    source = f"def derivative({defaults}):\n    return stub({arglist})\n"
+    if rest:
+        source = (f"def derivative({', '.join(params + ['*rest'])}):\n"
+                  f"    return stub({arglist})\n")
+    else:   # defaults: a call missing arguments reaches the typer, which names them
+        defaults = ", ".join(f"{a}=None" for a in params)
+        source = f"def derivative({defaults}):\n    return stub({arglist})\n"
     dispatcher = njit_wrapper(source, "derivative", {"stub": stub},
                               as_name=name if name.isidentifier() else _ident(name))
     dispatcher.enzyme = specializer

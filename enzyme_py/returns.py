@@ -14,7 +14,8 @@ from ir_passes.errors import ActivityError
 from ir_passes.ir.parser import parse_type
 from ir_passes.ir.types import DOUBLE, FLOAT
 
-from .activities import ActivitySpec, element_activities, ret_words, returned_elements
+from .activities import (ActivitySpec, element_activities, ret_words, return_activity,
+                         returned_elements)
 from .numba_bridge.link import llvm_abi
 
 
@@ -23,6 +24,9 @@ def return_fields(spec: ActivitySpec, restype) -> dict:
     fields: dict = {"ret_arrays": _array_paths(restype, ())}
     acts = element_activities(spec, restype)
     if acts is None:
+        if _split_float_result(spec, restype):
+            fields["ret_slot"] = parse_type(llvm_abi((), restype)[1])
+            fields["ret_leaves"] = (ReturnLeaf((), _llvm_float(restype), None, "d_ret"),)
         return fields
     if spec.mode == "forward" and any(a.is_differentiated for a in acts):
         for t in returned_elements(restype):
@@ -58,10 +62,16 @@ def _llvm_float(t):
     return DOUBLE if t.bitwidth == 64 else FLOAT
 
 
+def _split_float_result(spec: ActivitySpec, restype) -> bool:
+    """Split mode: the reverse half takes a float result's adjoint as `d_ret`."""
+    return spec.split and isinstance(restype, types.Float) and \
+        return_activity(spec, restype).is_differentiated
+
+
 def _active_parts(spec: ActivitySpec, restype) -> list:
     acts = element_activities(spec, restype)
     if acts is None:
-        return []
+        return [restype] if _split_float_result(spec, restype) else []
     return [t for t, a in zip(returned_elements(restype), acts) if a.is_differentiated]
 
 

@@ -8,10 +8,15 @@ the primal for the primal's argument types (`numba_target`: the `Target` with it
 """
 from __future__ import annotations
 
+import dataclasses
+import itertools
+from dataclasses import dataclass
+
 from numba import types
 
 from ir_passes.diff.reverse.plan import written_bases
-from ir_passes.diff.spec import Activity
+from ir_passes.diff.spec import Activity, SplitSpec
+from ir_passes.errors import ArgumentError
 from ir_passes.known.array_layout import DATA as ARRAY_DATA
 from ir_passes.ir.parser import parse_module
 from ir_passes.pipeline import Stages, derivative_symbol, stage_name
@@ -19,9 +24,21 @@ from ir_passes.pipeline import Stages, derivative_symbol, stage_name
 from .activities import ActivitySpec, return_activity
 from .call_checks import check_lines
 from .numba_bridge.capture import capture
-from .numba_bridge.link import Built, unique_symbol
+from .numba_bridge.link import Built, compile_library, unique_symbol
 from .numba_target import numba_target
 from .returns import check_differentiates_something, d_ret_arguments
+from .tape import STATE, TapeType
+
+_split_ids = itertools.count(1)
+
+
+@dataclass(frozen=True)
+class SplitBuilt:
+    """The two halves of a split derivative, compiled into one library; `ident` marks the
+    tapes of this specialisation."""
+    forward: Built
+    reverse: Built
+    ident: int
 
 
 class Specializer:
@@ -131,7 +148,13 @@ class Specializer:
     def build(self, argtypes: tuple) -> Built:
         return self.derive(self._primal_types(argtypes))
 
-    def derive(self, primal_types: tuple) -> Built:
+    def build_forward_half(self, argtypes: tuple) -> Built:
+        return self.derive(self._primal_types(argtypes)).forward
+
+    def build_reverse_half(self, argtypes: tuple) -> Built:
+        return self.derive(self._primal_types(argtypes)).reverse
+
+    def derive(self, primal_types: tuple):
         """The derivative for these primal types, derived once (a failure is kept and raised
         again): the wrapper asks first, so an unsupported construct is reported before any
         wrapper code is compiled."""
@@ -146,7 +169,9 @@ class Specializer:
             raise entry
         return entry
 
-    def _derive(self, primal_types: tuple) -> Built:
+    def _derive(self, primal_types: tuple) -> Built | SplitBuilt:
+        if self.spec.split:
+            return self._derive_split(primal_types)
         symbol = unique_symbol(derivative_symbol(self.spec.mode, self.name))
         target = numba_target(self.primal, self.spec, primal_types, symbol)
         check_differentiates_something(self.spec, target.facts.capture, target.spec.ret,
@@ -155,6 +180,62 @@ class Specializer:
         text = stages.module_text              # synthesized and verified here, once
         self.stages[primal_types] = stages
         return Built(text, symbol, target.facts.restype, (target.facts.capture.library,))
+
+    def _derive_split(self, primal_types: tuple) -> SplitBuilt:
+        ident = next(_split_ids)
+        names = (unique_symbol(f"augmented_{self.name}"),
+                 unique_symbol(derivative_symbol("reverse", self.name)))
+        target = numba_target(self.primal, self.spec, primal_types, names[1])
+        check_differentiates_something(self.spec, target.facts.capture, target.spec.ret,
+                                       self.primal.py_func.__name__)
+        target = dataclasses.replace(target, spec=dataclasses.replace(
+            target.spec, split=SplitSpec(names[0], names[1], ident)))
+        stages = Stages(target)
+        text = stages.module_text
+        self.stages[primal_types] = stages
+        linked = (target.facts.capture.library,)
+        library = compile_library(text, self.name, linked)
+        value = target.facts.capture.restype
+        fwd_type = STATE if value == types.none else types.Tuple((value, STATE))
+        return SplitBuilt(Built(text, names[0], fwd_type, linked, library),
+                          Built(text, names[1], target.facts.restype, linked, library), ident)
+
+    def forward_half_source(self, argtypes: tuple) -> str:
+        """Split mode, `fwd`: the checks of reverse mode, then `(value, tape)`."""
+        params = self.wrapper_params()
+        primal_types = self._primal_types(argtypes)
+        lines = [f"def impl({', '.join(params)}):"]
+        lines += check_lines("reverse", 1, self._checked_params(params, argtypes),
+                             self._written_arrays(primal_types))
+        built = self.derive(primal_types).forward
+        lines += [f"    r = __call({', '.join(params)})", "    __raise_failed(r)",
+                  "    return None, __make_tape(r[3])" if built.restype == STATE
+                  else "    return r[3][0], __make_tape(r[3][1])"]
+        return "\n".join(lines) + "\n"
+
+    def reverse_half_source(self, argtypes: tuple) -> str:
+        """Split mode, `rev(args..., [d_ret,] tape)`: claims the tape, runs the reverse."""
+        params = self.wrapper_params()
+        primal_types = self._primal_types(argtypes)
+        rest = list(argtypes[len(params)].types) if len(argtypes) > len(params) else []
+        if not rest or not isinstance(rest[-1], TapeType) or len(rest) > 2:
+            raise ArgumentError(f"{self.name} (the reverse half of a split derivative) takes "
+                                f"the arguments ({', '.join(self.argument_labels())}), then "
+                                "d_ret when the function returns something differentiated, "
+                                "then the tape the forward half returned")
+        restype = capture(self.primal, _writable(primal_types)).restype
+        seeds = d_ret_arguments(self.spec, restype, rest[0] if len(rest) == 2 else None,
+                                "d_ret", self.primal.py_func.__name__)
+        lines = [f"def impl({', '.join(params)}, rest):", f"    tape = rest[{len(rest) - 1}]"]
+        lines += ["    d_ret = rest[0]"] if len(rest) == 2 else []
+        lines += check_lines("reverse", 1, self._checked_params(params, argtypes),
+                             self._written_arrays(primal_types),
+                             tuple(e for e, is_array in seeds if is_array))
+        split = self.derive(primal_types)
+        call_args = ", ".join(params + [e for e, _ in seeds] + ["tape.state"])
+        lines += [f"    __claim(tape, {split.ident})", f"    r = __call({call_args})",
+                  "    __raise_failed(r)", "    return r[3]"]
+        return "\n".join(lines) + "\n"
 
     # ------------------------------------------------------------ inspection
     def inspect(self, stage: str = "derivative") -> str:

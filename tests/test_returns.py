@@ -470,6 +470,21 @@ def test_d_ret_must_be_writable_and_not_overlap_other_arrays():
     assert not d_x.any()
 
 
+def _square_all(x):
+    return x * x
+
+
+def test_a_read_only_input_of_an_array_returning_function_is_accepted():
+    """The fresh result's data pointer is not a write to the input (JAX hands read-only
+    arrays to callbacks)."""
+    d = derive_diff(_square_all, "d_square_all", ("dup",))
+    x = np.array([1.0, -2.0, 3.0])
+    x.flags.writeable = False
+    d_x, d_ret = np.zeros(3), np.array([1.0, 0.5, 2.0])
+    d(x, d_x, d_ret)
+    np.testing.assert_allclose(d_x, 2 * x * np.array([1.0, 0.5, 2.0]))
+
+
 def test_vector_forward_mode_refuses_tuple_returns():
     f = derive_diff(two_floats, None, ["dup", "dup"], mode="forward", width=2)
     with pytest.raises(ActivityError, match=r"width > 1.*does not support functions returning"):

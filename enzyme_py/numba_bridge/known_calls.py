@@ -73,7 +73,7 @@ register(
     KnownCall("NRT_MemInfo_alloc_safe_aligned", fresh=True, role=Role.HANDLE_ALLOC),
     KnownCall("NRT_MemInfo_alloc", prefix=True, fresh=True, role=Role.HANDLE_NEW),
     KnownCall("NRT_MemInfo_new", prefix=True, fresh=True, role=Role.HANDLE_NEW),
-    KnownCall("NRT_MemInfo_data_fast", pointer_neutral=True, role=Role.HANDLE_DATA),
+    KnownCall("NRT_MemInfo_data_fast", pointer_neutral=True, writes=(), role=Role.HANDLE_DATA),
     KnownCall("NRT_incref", inert=True, pointer_neutral=True, role=Role.INCREF),
     KnownCall("NRT_decref", inert=True, pointer_neutral=True, role=Role.DECREF),
     # Raw buffers.

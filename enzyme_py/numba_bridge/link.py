@@ -85,6 +85,7 @@ class Built:
     symbol: str
     restype: Any
     linking_libraries: tuple = ()
+    library: CodeLibrary | None = None    # compiled already (e.g. shared by split halves)
 
 
 def lazy_intrinsic(name: str, build: Callable[[tuple], Built], *, deferred: bool = False):
@@ -105,6 +106,8 @@ def lazy_intrinsic(name: str, build: Callable[[tuple], Built], *, deferred: bool
         if entry is None:
             try:
                 built = build(argtypes)
+                if built.library is not None:
+                    libraries[built.symbol] = built.library
                 if built.symbol not in libraries:
                     libraries[built.symbol] = compile_library(built.module_text, name,
                                                               built.linking_libraries)

@@ -81,6 +81,15 @@ class ReturnLeaf:
 
 
 @dataclass(frozen=True, slots=True)
+class SplitSpec:
+    """Split mode: names of the forward and reverse halves, and the id their state carries
+    (the front end checks a state is used with the derivative that made it)."""
+    forward: str
+    reverse: str
+    ident: int
+
+
+@dataclass(frozen=True, slots=True)
 class DiffSpec:
     primal: str                      # name of the primal function in the module
     name: str                        # symbol of the derivative to create
@@ -97,6 +106,7 @@ class DiffSpec:
                                                        # when `ret` is differentiated)
     ret_arrays: tuple[tuple[int, ...], ...] = ()   # paths of every array in the return
                                                    # value (released when it is dropped)
+    split: SplitSpec | None = None   # reverse mode: cut into forward and reverse halves
 
     def param_of_arg(self, index: int) -> ParamSpec | None:
         for p in self.params:

@@ -12,6 +12,7 @@ from ...known.memory import pointer_base
 from ..common import mixed_memory_error, unknown_shadow_pointer
 from ..returns import is_exceptional_return
 from ..shadows import allocate_shadow, call_shadow, derived_shadow
+from .tape import Tape
 from .checks import check_forward
 from .state import ReverseState
 
@@ -41,6 +42,8 @@ class AugmentedForward:
             if inst in st.allocs:
                 size, align = (st.map(op) for op in inst.operands)
                 st.fshadow[inst] = allocate_shadow(b, st.module, size, align)[0]
+                if st.owned is not None:
+                    st.owned_pushes.setdefault(block, []).append(st.fshadow[inst])
             elif inst in st.info.shadowed:
                 st.fshadow[inst] = self._shadow(inst)
 
@@ -106,7 +109,7 @@ class AugmentedForward:
         st, b = self.st, self.st.b
         status = st.map(inst.operands[0])
         if is_exceptional_return(inst):
-            st.tape.release(b)
+            st.release_tapes(b)
             b.ret(status)
             return
         if isinstance(status, Constant):
@@ -118,7 +121,7 @@ class AugmentedForward:
         st.returns.append((inst.block, status))  # type: ignore[arg-type]
         b.cbr(ok, st.re, raised)
         with b.at_end(raised):
-            st.tape.release(b)
+            st.release_tapes(b)
             b.ret(status)
 
     def fill_phis(self) -> None:
@@ -142,9 +145,16 @@ class AugmentedForward:
 
     def push_frame(self, block: Block) -> None:
         """Push the values the reverse of `block` pops, at the end of its forward clone."""
+        self._push(self.st.tape, block, [v for v, _ in self.st.frames[block]])
+
+    def push_owned(self, block: Block) -> None:
+        """Split mode: record the shadow arrays `block` allocates."""
+        self._push(self.st.owned, block, self.st.owned_pushes[block])  # type: ignore[arg-type]
+
+    def _push(self, tape: Tape, block: Block, values: list[Value]) -> None:
         st = self.st
         fblock = st.fwd[block]
-        cont = st.tape.push(fblock, [v for v, _ in st.frames[block]])
+        cont = tape.push(fblock, values)
         for succ in cont.successors():
             for phi in succ.phis():
                 phi.incoming = [cont if blk is fblock else blk for blk in phi.incoming]

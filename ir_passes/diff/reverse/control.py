@@ -39,7 +39,7 @@ class ReverseControl:
             b.store(_seed(st.slot.type), st.fshadow[st.retptr])
         elif st.ret_active:
             seed_return_adjoints(b, st.module, st.slot, st.slot_ptr, st.fshadow[st.retptr],
-                                 st.sig, st.tape.release)
+                                 st.sig, st.release_tapes)
         targets = [st.rev[blk] for blk, _ in st.returns]
         if not targets:                      # the primal never returns normally
             b.unreachable()
@@ -63,7 +63,7 @@ class ReverseControl:
         if not st.spec.return_primal and self.primal_value is not None:
             release_arrays(b, st.module, st.spec, self.primal_value)
         pack_results(b, st.sig.retptr, st.spec.ret_type, results, st.diag)
-        st.tape.release(b)
+        st.release_tapes(b)
         b.ret(const_int(I32, 0))
 
     def block(self, block: Block) -> None:

@@ -13,6 +13,8 @@ Layout of the derivative:
                adjoints move to their incoming values on those edges
   done         packs results (primal value, gradients of active scalars), frees the tape
 
+Split mode cuts this function in two at the reverse entry (`split.py`).
+
 A reverse loop runs its primal loop's iterations backwards: entering it from an exit stores
 the trip counter, each back edge decrements it, and induction variables are rebuilt from it.
 Adjoints live in allocas that LLVM promotes to registers. Values the reverse needs are
@@ -34,6 +36,7 @@ from .augmented import AugmentedForward
 from .availability import Availability
 from .control import ReverseControl
 from .retained import Retained
+from .split import split_reverse
 from .state import ReverseState
 
 
@@ -58,7 +61,16 @@ def synthesize_reverse(module: Module, spec: DiffSpec,
     for block in st.order:
         if st.frames.get(block):
             forward.push_frame(block)
+        if st.owned_pushes.get(block):
+            forward.push_owned(block)
     Builder(st.entry).br(st.fwd[st.primal.entry])
+    if spec.split is not None:
+        split = spec.split
+        forward, reverse = split_reverse(module, st, (split.forward, split.reverse),
+                                         split.ident)
+        module.add_function(forward)
+        module.add_function(reverse)
+        return reverse
     module.add_function(st.fn)
     return st.fn
 

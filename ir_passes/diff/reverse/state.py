@@ -67,6 +67,9 @@ class ReverseState:
         self.plan = ReversePlan(self.primal, normal_returns)
         self.entry = self.fn.add_block("entry")
         self.tape = Tape(module, self.fn, self.entry)
+        # split mode: the shadow arrays allocated so far, for a state that dies unreversed
+        self.owned = Tape(module, self.fn, self.entry, "owned") if spec.split else None
+        self.owned_pushes: dict[Block, list[Value]] = {}
         self.slot_ptr = self._setup_entry()
         self.order = reverse_post_order(self.primal)
         self.fwd = {block: self.fn.add_block(block.name) for block in self.order}
@@ -98,6 +101,12 @@ class ReverseState:
             self.plan.ivs[counter] = InductionVariable(loop, const_int(I64, 0), const_int(I64, 1))
             self.rcounter[loop] = self.alloca(I64, f"{loop.header.name}.riter")
         return slot_ptr
+
+    def release_tapes(self, b: Builder) -> None:
+        """Free the tape (and in split mode the list of shadow arrays) at `b`."""
+        self.tape.release(b)
+        if self.owned is not None:
+            self.owned.release(b)
 
     def alloca(self, t: Type, name: str) -> Instruction:
         """An alloca in the entry block (kept before the entry's eventual terminator)."""

@@ -22,13 +22,13 @@ _STATE = StructType((PTR, PTR, PTR))
 
 
 class Tape:
-    def __init__(self, module: Module, fn: Function, entry: Block) -> None:
+    def __init__(self, module: Module, fn: Function, entry: Block, name: str = "tape") -> None:
         self.module = module
         self.fn = fn
         b = Builder(entry)
-        self.base = b.alloca(PTR, "tape.base")
-        self.top = b.alloca(PTR, "tape.top")
-        self.end = b.alloca(PTR, "tape.end")
+        self.base = b.alloca(PTR, f"{name}.base")
+        self.top = b.alloca(PTR, f"{name}.top")
+        self.end = b.alloca(PTR, f"{name}.end")
         for slot in (self.base, self.top, self.end):
             b.store(Constant(PTR, "null"), slot)
         self.used = False
