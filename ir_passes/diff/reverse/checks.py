@@ -2,7 +2,8 @@
 emitted for it."""
 from __future__ import annotations
 
-from ...ir.values import Instruction
+from ...ir.values import Argument, Instruction
+from ...known.memory import pointer_base
 from ..common import (check_pointer_to_int, check_reinterpretation, check_store,
                       describe_memory)
 from ...known.model import ReadInReverse, Role, call_record
@@ -48,11 +49,15 @@ def _check_reverse_reads(st: ReverseState, inst: Instruction,
                          reads: ReadInReverse | None) -> None:
     """The memory a reverse emitter reads must still hold the call's operands then: arguments
     the function never writes, or arrays it allocated and does not write after the call
-    (kept alive until the call's reverse, `kept.py`)."""
+    (kept alive until the call's reverse, `kept.py`), or arguments it does not write after the
+    call."""
     if reads is None or not emits_reverse(st, inst):
         return
     for v in (inst.operands[i] for i in reads.args):
         if st.plan.read_only(v):
+            continue
+        base = pointer_base(v)
+        if isinstance(base, Argument) and not written_after(inst, [base]):
             continue
         owned = local_owner(v)
         if owned is None or st.owned is not None or written_after(inst, owned[1]):

@@ -1,10 +1,10 @@
-"""Arrays a known call's reverse reads (`KnownCall.reverse_reads`) that the function itself
-allocated: the augmented forward pass keeps each alive with one more reference after the call
-(the primal may release it before the reverse runs), and the call's reverse drops it.
-
-That is sound only if nothing writes the array between the call and the reverse:
-`written_after` looks for a write reachable from the call before the allocation runs again
-(a new allocation is a new array, kept separately)."""
+"""Memory a known call's reverse reads (`KnownCall.reverse_reads`) that the function writes
+somewhere: an argument array (e.g. the `out` of `np.dot(A, x, out)` read by a later product)
+or an array the function allocated. Either must not be written between the call and its
+reverse: `written_after` looks for a write reachable from the call (for a single allocation,
+before it runs again: that is a new array). An allocated array is kept alive with one more
+reference after the call (the primal may release it before the reverse runs), which the
+call's reverse drops."""
 from __future__ import annotations
 
 from ...ir.builder import declare
@@ -41,9 +41,9 @@ def _owner(p: Value, seen: set[int]) -> tuple[Value, list[Instruction]] | None:
     return None
 
 
-def written_after(call: Instruction, leaves: list[Instruction]) -> bool:
-    """Whether the arrays of allocations `leaves` may be written after `call` (before the
-    allocation runs again, for a single one: then it is a new array)."""
+def written_after(call: Instruction, leaves: list[Value]) -> bool:
+    """Whether the memory of `leaves` (allocation calls, or an argument) may be written after
+    `call` (before the allocation runs again, for a single one: then it is a new array)."""
     block = call.block
     assert block is not None
     work = [(block, block.instructions.index(call) + 1)]
@@ -63,7 +63,7 @@ def written_after(call: Instruction, leaves: list[Instruction]) -> bool:
     return False
 
 
-def _may_write(inst: Instruction, leaves: list[Instruction]) -> bool:
+def _may_write(inst: Instruction, leaves: list[Value]) -> bool:
     if inst.opcode == "store":
         targets = [inst.operands[1]]
     elif inst.opcode == "call":
@@ -72,6 +72,8 @@ def _may_write(inst: Instruction, leaves: list[Instruction]) -> bool:
         return False
     for target in targets:
         base = pointer_base(target)
+        if any(base is leaf for leaf in leaves):
+            return True
         if role_of(base) is Role.HANDLE_DATA:
             if any(base.operands[0] is leaf for leaf in leaves):  # type: ignore[union-attr]
                 return True
