@@ -98,11 +98,11 @@ def _forward_gemv(ctx: ForwardCalls, inst: Instruction) -> None:
     a_, x_, y_ = inst.operands[_V_A], inst.operands[_V_X], inst.operands[_V_Y]
     for j in range(ctx.width):
         beta = 0.0
-        for shadowed in (a_, x_):
+        for pos, shadowed in enumerate((a_, x_)):   # by position: a_ may be x_
             if not ctx.has_shadow(shadowed):
                 continue
             lane = ctx.shadow(shadowed, j)
-            mat, vec = (lane, ctx.value(x_)) if shadowed is a_ else (ctx.value(a_), lane)
+            mat, vec = (lane, ctx.value(x_)) if pos == 0 else (ctx.value(a_), lane)
             call_gemv(ctx.b, ctx.module, t, trans, m, n, mat, lda, vec, beta, ctx.shadow(y_, j))
             beta = 1.0
         if beta == 0.0:
@@ -135,11 +135,11 @@ def _forward_gemm(ctx: ForwardCalls, inst: Instruction) -> None:
     a_, b_, c_ = inst.operands[_M_A], inst.operands[_M_B], inst.operands[_M_C]
     for j in range(ctx.width):
         beta = 0.0
-        for shadowed in (a_, b_):
+        for pos, shadowed in enumerate((a_, b_)):   # by position: a_ may be b_ (X @ X.T)
             if not ctx.has_shadow(shadowed):
                 continue
             lane = ctx.shadow(shadowed, j)
-            left, right = (lane, bm) if shadowed is a_ else (a, lane)
+            left, right = (lane, bm) if pos == 0 else (a, lane)
             call_gemm(ctx.b, ctx.module, t, ta, tb, m, n, k, left, lda, right, ldb, beta,
                       ctx.shadow(c_, j), ldc)
             beta = 1.0

@@ -25,8 +25,8 @@ from tests.support.kernel import Kernel  # noqa: E402
 
 
 def products(A, x, B):
-    """gemv and gemm of the same matrix."""
-    return np.sum((A @ x) ** 2) + np.sum(np.tanh(A @ B))
+    """gemv and gemm of the same matrix, and a product of a matrix with itself."""
+    return np.sum((A @ x) ** 2) + np.sum(np.tanh(A @ B)) + np.sum(np.sin(A @ A.T))
 
 
 def _products_args(r):
