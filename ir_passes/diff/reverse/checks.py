@@ -60,8 +60,13 @@ def _check_reverse_reads(st: ReverseState, inst: Instruction,
         if isinstance(base, Argument) and not written_after(inst, [base]):
             continue
         owned = local_owner(v)
-        if owned is None or st.owned is not None or written_after(inst, owned[1]):
+        if owned is None or written_after(inst, owned[1]):
             raise st.diag.unsupported(f"{reads.what} ({describe_memory(st.spec, v)})", inst,
                                       reads.hint)
+        if st.owned is not None:
+            raise st.diag.unsupported(
+                f"{inst.callee_name} of an array allocated in the function, in split mode",
+                inst, "not supported yet in split mode (the tape cannot keep the array): use "
+                "mode='reverse', or pass the array as an argument")
         emit_reference(st.b, st.module, st.map(owned[0]), Role.INCREF)
         st.kept.setdefault(inst, []).append(owned[0])
