@@ -8,13 +8,15 @@ a float result: e.g. a C function declared with `numba.types.ExternalFunction`),
 
 `args` are the call's operands, `res` its result; return one partial per operand (`None`
 for an operand with no derivative). Forward and reverse mode both use it. Functions taking
-arrays (Numba's BLAS/LAPACK helpers behind `A @ B` or `np.linalg`, containers) and Numba-compiled
-functions cannot be described this way and are refused.
+arrays (Numba's LAPACK helpers behind `np.linalg`, containers) and Numba-compiled functions
+cannot be described this way and are refused; the BLAS helpers behind `A @ B`, `np.dot` and
+`np.linalg.norm` of a vector are differentiated already.
 """
 from __future__ import annotations
 
 from ir_passes.api import Partials, defrule, lookup
 from ir_passes.known.calls import demangle_numba, known_problem
+from ir_passes.known.model import known_call
 
 
 def register_rule(symbol: str, partials: Partials) -> None:
@@ -35,6 +37,10 @@ def register_rule(symbol: str, partials: Partials) -> None:
     if problem is not None:
         raise ValueError(f"register_rule takes the partial derivatives of a scalar function; "
                          f"'{symbol}' is not one: {problem.what}. {problem.hint}")
+    record = known_call(symbol)
+    if record is not None and (record.forward is not None or record.reverse is not None):
+        raise ValueError(f"'{symbol}' is a library call the pass differentiates already "
+                         "(its known-call record); it needs no rule")
     python_name = demangle_numba(symbol)
     if python_name is not None:
         raise ValueError(f"'{symbol}' is the Numba-compiled function {python_name}: its body "

@@ -9,8 +9,10 @@ which gives C's heap memory the same raw-buffer shadows.
   slice assignment). Their roles let the pass shadow such memory.
 * `numba_attempt_nocopy_reshape` reads shape and strides and writes new strides, never a
   pointer (its declaration gets the same effects for LLVM: `runtime.py`).
-* `numba_xxdot`, the BLAS dot product (`blas.py`), differentiable; the other BLAS and LAPACK
-  helpers, typed containers and Python object operations are known problems.
+* `numba_xxdot`, the BLAS dot product (`blas.py`), and the matrix products `numba_xxgemv`,
+  `numba_xxgemm` (`blas_level2_3.py`) and the norm `numba_xxnrm2` (`blas_norm.py`),
+  differentiable; the LAPACK helpers, typed containers and Python object operations are
+  known problems.
 """
 from __future__ import annotations
 
@@ -18,21 +20,13 @@ from ir_passes.known.calls import CallProblem
 from ir_passes.known.model import KnownCall, Role, register
 
 from .blas import DOT_RECORD
+from .blas_level2_3 import GEMM_RECORD, GEMV_RECORD
+from .blas_norm import NRM2_RECORD
 
-_PRODUCT_HINT = ("matrix products are not differentiable yet: write the product as a loop "
-                 "(for i, k: y[i] += A[i, k] * x[k]; for two matrices, for i, j, k: "
-                 "C[i, j] += A[i, k] * B[k, j])")
 _LINALG_HINT = ("np.linalg is not differentiable yet: write the algorithm with loops over NumPy "
                 "arrays (e.g. Gaussian elimination for a solve), or pass its result as a 'const' "
                 "argument when it does not depend on differentiated inputs")
 _NOT_YET = {
-    # Numba's matrix product calls gemv or gemm depending on the shapes at run time.
-    "numba_xxgemm": ("matrix product (BLAS numba_xxgemm: A @ B, np.dot or np.matmul)",
-                     _PRODUCT_HINT),
-    "numba_xxgemv": ("matrix product (BLAS numba_xxgemv: A @ B, A @ x, np.dot or np.matmul)",
-                     _PRODUCT_HINT),
-    "numba_xxnrm2": ("vector norm (numba_xxnrm2: np.linalg.norm of a vector)",
-                     "np.linalg.norm is not differentiable yet: write np.sqrt(np.sum(x * x))"),
     "numba_xgesv": ("linear solve (LAPACK numba_xgesv: np.linalg.solve)", _LINALG_HINT),
     "numba_xxgetrf": ("LU factorisation (LAPACK numba_xxgetrf: np.linalg.inv, det, slogdet or "
                       "solve)", _LINALG_HINT),
@@ -81,7 +75,7 @@ register(
     KnownCall("NRT_Allocate", fresh=True, role=Role.RAW_ALLOC),
     KnownCall("NRT_Free", role=Role.RAW_FREE),
     KnownCall("numba_attempt_nocopy_reshape", pointer_neutral=True),
-    DOT_RECORD,
+    DOT_RECORD, GEMV_RECORD, GEMM_RECORD, NRM2_RECORD,
     *(KnownCall(name, problem=CallProblem(*text)) for name, text in _NOT_YET.items()),
     *(KnownCall(prefix, prefix=True, problem=_PYTHON_PROBLEM) for prefix in _PYTHON_API),
     *(KnownCall(prefix, prefix=True, problem=_container_problem(kind))

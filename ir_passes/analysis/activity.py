@@ -71,7 +71,8 @@ def analyze_activity(fn: Function, varied_args: set[Argument],
             elif inst not in varied and _is_varied(inst, varied, shadowed):
                 varied.add(inst)
                 changed = True
-            for base in _local_memory_receiving(inst, varied, shadowed):
+            for base in _local_memory_receiving(inst, varied, shadowed) \
+                    + _local_memory_merged(inst, shadowed):
                 if base not in shadowed:
                     shadowed.add(base)
                     changed = True
@@ -116,6 +117,16 @@ def _local_memory_receiving(inst: Instruction, varied: set[Value],
         return []
     base = local_memory_base(ptr)
     return [base] if active and base is not None else []
+
+
+def _local_memory_merged(inst: Instruction, shadowed: set[Value]) -> list[Instruction]:
+    """Function-local memory a phi or select merges with shadowed memory (e.g. the zeros
+    Numba returns for an empty matrix product): it gets a shadow too (zero until written)."""
+    if inst.opcode not in ("phi", "select") or inst not in shadowed:
+        return []
+    ops = inst.operands[1:] if inst.opcode == "select" else inst.operands
+    bases = (local_memory_base(op) for op in ops)
+    return [base for base in bases if base is not None]
 
 
 def _flow(inst: Instruction) -> Flow | None:

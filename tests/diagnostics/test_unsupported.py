@@ -59,8 +59,8 @@ def int_view(a):
     return a[0] * 2.0 + b[1]  # diag:int-view
 
 
-def blas_matvec(A, x):
-    return np.dot(A, x).sum()  # diag:blas
+def lapack_inverse(A, x):
+    return np.linalg.inv(A).sum() * x[0]  # diag:lapack
 
 
 def parallel_sum(a):
@@ -130,8 +130,9 @@ CASES = [
           "load ptr"), hint=("local variables",)),
     Case("int-view", int_view, ("dup",), lambda: (np.ones(3),),
          ("integer load from shadowed (float) memory", "load i64")),
-    Case("blas", blas_matvec, ("dup", "dup"), lambda: (np.ones((2, 3)), np.ones(3)),
-         ("matrix product (BLAS numba_xxgemv", "call i32 @numba_xxgemv"),
+    Case("lapack", lapack_inverse, ("dup", "dup"),
+         lambda: (np.array([[2.0, 0.5], [0.3, 3.0]]), np.ones(2)),
+         ("LU factorisation (LAPACK numba_xxgetrf", "call i32 @numba_xxgetrf"),
          hint=("not differentiable yet", "loop"), requires="scipy"),
     Case("parallel", parallel_sum, ("dup",), lambda: (np.ones(3),),
          ("parallel_sum is compiled with parallel=True",), hint=("serial",),

@@ -311,7 +311,7 @@ CORE: frozenset[str] = frozenset({
     "x.reshape", "X.T", "np.concatenate", "np.outer", "np.flip", "np.linspace (float endpoints)",
     "slice x[::-1]", "fancy x[idx]", "boolean mask x[x > 0.5]", "np.where (x, y)", "np.clip",
     "setitem z[mask] = ...",
-    "np.sort", "np.median", "np.dot (vectors)", "A @ B", "np.linalg.solve",
+    "np.sort", "np.median", "np.dot (vectors)", "A @ B", "X @ X.T", "np.linalg.solve",
     "np.abs (complex)", "np.exp (complex) .real", "np.convolve",
 })
 assert CORE <= {e.name for e in ENTRIES}, "CORE names an unknown entry"

@@ -12,6 +12,7 @@ from ..rules.needs import rule_needs
 from ..shadows import free_raw, release
 from .availability import Availability, BlockContext
 from .calls import ReverseCallContext, emits_reverse
+from .kept import emit_reference
 from .state import ReverseState
 
 
@@ -65,7 +66,10 @@ class Adjoints:
         if emits_reverse(st, inst):
             record = call_record(inst)
             assert record is not None and record.reverse is not None
-            return record.reverse(ReverseCallContext(st, self.avail, ctx), inst)
+            record.reverse(ReverseCallContext(st, self.avail, ctx), inst)
+            for owner in st.kept.get(inst, ()):
+                emit_reference(st.b, st.module, self.avail.value(ctx, owner), Role.DECREF)
+            return None
         if inst in st.allocs:   # the shadow array is not needed before this point
             return release(st.b, st.module, self.avail.shadow(ctx, inst))
         if role_of(inst) is Role.RAW_ALLOC and inst in st.info.shadowed:

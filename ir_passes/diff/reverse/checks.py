@@ -2,13 +2,15 @@
 emitted for it."""
 from __future__ import annotations
 
-from ...ir.values import Instruction
+from ...ir.values import Argument, Instruction
+from ...known.memory import pointer_base
 from ..common import (check_pointer_to_int, check_reinterpretation, check_store,
                       describe_memory)
 from ...known.model import ReadInReverse, Role, call_record
 from ..rules import lookup
 from ..rules.math import math_rule_name
-from .calls import ReverseCallContext
+from .calls import ReverseCallContext, emits_reverse
+from .kept import emit_reference, local_owner, written_after
 from .state import ReverseState
 
 
@@ -45,10 +47,26 @@ def _check_call(st: ReverseState, inst: Instruction) -> None:
 
 def _check_reverse_reads(st: ReverseState, inst: Instruction,
                          reads: ReadInReverse | None) -> None:
-    """The memory a reverse emitter reads must still hold the call's operands then."""
-    if reads is None:
+    """The memory a reverse emitter reads must still hold the call's operands then: arguments
+    the function never writes, or arrays it allocated and does not write after the call
+    (kept alive until the call's reverse, `kept.py`), or arguments it does not write after the
+    call."""
+    if reads is None or not emits_reverse(st, inst):
         return
     for v in (inst.operands[i] for i in reads.args):
-        if not st.plan.read_only(v):
+        if st.plan.read_only(v):
+            continue
+        base = pointer_base(v)
+        if isinstance(base, Argument) and not written_after(inst, [base]):
+            continue
+        owned = local_owner(v)
+        if owned is None or written_after(inst, owned[1]):
             raise st.diag.unsupported(f"{reads.what} ({describe_memory(st.spec, v)})", inst,
                                       reads.hint)
+        if st.owned is not None:
+            raise st.diag.unsupported(
+                f"{inst.callee_name} of an array allocated in the function, in split mode",
+                inst, "not supported yet in split mode (the tape cannot keep the array): use "
+                "mode='reverse', or pass the array as an argument")
+        emit_reference(st.b, st.module, st.map(owned[0]), Role.INCREF)
+        st.kept.setdefault(inst, []).append(owned[0])

@@ -70,6 +70,7 @@ class ReverseState:
         # split mode: the shadow arrays allocated so far, for a state that dies unreversed
         self.owned = Tape(module, self.fn, self.entry, "owned", parked=False) if spec.split else None
         self.owned_pushes: dict[Block, list[Value]] = {}
+        self.kept: dict[Instruction, list[Value]] = {}   # call -> arrays kept alive
         self.slot_ptr = self._setup_entry()
         self.order = reverse_post_order(self.primal)
         self.fwd = {block: self.fn.add_block(block.name) for block in self.order}

@@ -1,0 +1,88 @@
+"""Memory a known call's reverse reads (`KnownCall.reverse_reads`) that the function writes
+somewhere: an argument array (e.g. the `out` of `np.dot(A, x, out)` read by a later product)
+or an array the function allocated. Either must not be written between the call and its
+reverse: `written_after` looks for a write reachable from the call (for a single allocation,
+before it runs again: that is a new array). An allocated array is kept alive with one more
+reference after the call (the primal may release it before the reverse runs), which the
+call's reverse drops."""
+from __future__ import annotations
+
+from ...ir.builder import declare
+from ...ir.types import PTR, VOID
+from ...ir.values import Argument, GlobalRef, Instruction, Value
+from ...known.memory import pointer_base
+from ...known.model import Role, is_local_allocation, role_of, runtime_call, written_arguments
+
+
+def local_owner(ptr: Value) -> tuple[Value, list[Instruction]] | None:
+    """The owner (meminfo) of the array `ptr` points into, if the function allocated it: an
+    allocation call (role HANDLE_ALLOC), or a phi of them merged as the data pointers are (the
+    zeros or the product Numba returns for `A @ x`); with the allocation calls behind it."""
+    return _owner(ptr, set())
+
+
+def _owner(p: Value, seen: set[int]) -> tuple[Value, list[Instruction]] | None:
+    while isinstance(p, Instruction) and p.opcode in ("getelementptr", "bitcast"):
+        p = p.operands[0]
+    if role_of(p) is Role.HANDLE_DATA:
+        owner = p.operands[0]  # type: ignore[union-attr]
+        return (owner, [owner]) if role_of(owner) is Role.HANDLE_ALLOC else None
+    if not (isinstance(p, Instruction) and p.opcode == "phi") or id(p) in seen:
+        return None
+    seen.add(id(p))
+    found = [_owner(op, seen) for op in p.operands]
+    if any(f is None for f in found):
+        return None
+    owners = {blk: f[0] for blk, f in zip(p.incoming, found)}  # type: ignore[index]
+    leaves = [leaf for f in found for leaf in f[1]]  # type: ignore[union-attr]
+    for phi in p.block.phis():  # type: ignore[union-attr]
+        if all(owners.get(blk) is v for v, blk in zip(phi.operands, phi.incoming)):
+            return phi, leaves
+    return None
+
+
+def written_after(call: Instruction, leaves: list[Value]) -> bool:
+    """Whether the memory of `leaves` (allocation calls, or an argument) may be written after
+    `call` (before the allocation runs again, for a single one: then it is a new array)."""
+    block = call.block
+    assert block is not None
+    work = [(block, block.instructions.index(call) + 1)]
+    seen = set()
+    while work:
+        blk, start = work.pop()
+        for inst in blk.instructions[start:]:
+            if len(leaves) == 1 and inst is leaves[0]:
+                break
+            if _may_write(inst, leaves):
+                return True
+        else:
+            for succ in blk.successors():
+                if succ not in seen:
+                    seen.add(succ)
+                    work.append((succ, 0))
+    return False
+
+
+def _may_write(inst: Instruction, leaves: list[Value]) -> bool:
+    if inst.opcode == "store":
+        targets = [inst.operands[1]]
+    elif inst.opcode == "call":
+        targets = written_arguments(inst)
+    else:
+        return False
+    for target in targets:
+        base = pointer_base(target)
+        if any(base is leaf for leaf in leaves):
+            return True
+        if role_of(base) is Role.HANDLE_DATA:
+            if any(base.operands[0] is leaf for leaf in leaves):  # type: ignore[union-attr]
+                return True
+        elif not (isinstance(base, (Argument, GlobalRef)) or is_local_allocation(base)
+                  or isinstance(base, Instruction) and base.opcode == "alloca"):
+            return True         # memory of unknown origin (Numba's globals are constants)
+    return False
+
+
+def emit_reference(b, module, owner: Value, role: Role) -> None:
+    """NRT_incref / NRT_decref (the registered INCREF / DECREF) of the owner `owner`."""
+    b.call(declare(module, runtime_call(role).name, VOID, [PTR]), [owner], VOID)
