@@ -11,8 +11,9 @@ from ir_passes.errors import ActivityError, ArgumentError, EnzymePyError, Unsupp
 
 from .api import autodiff, derive_diff
 from .inspection import inspect
+from .custom import inactive, register_derivative
 from .rules import register_rule
 from . import c  # noqa: E402,F401  (enzyme_py.c.derive: the C front end)
 
 __all__ = ["ActivityError", "ArgumentError", "EnzymePyError", "UnsupportedError", "autodiff",
-           "derive_diff", "inspect", "register_rule"]
+           "derive_diff", "inactive", "inspect", "register_derivative", "register_rule"]

@@ -9,13 +9,15 @@ a float result: e.g. a C function declared with `numba.types.ExternalFunction`),
 `args` are the call's operands, `res` its result; return one partial per operand (`None`
 for an operand with no derivative). Forward and reverse mode both use it. Functions taking
 arrays (Numba's BLAS/LAPACK helpers behind `A @ B` or `np.linalg`, containers) and Numba-compiled
-functions cannot be described this way and are refused.
+functions cannot be described this way and are refused, naming `register_derivative` (custom.py),
+which takes rules written as `@njit` functions.
 """
 from __future__ import annotations
 
 from ir_passes.diff.rules import defrule, lookup
 from ir_passes.diff.rules.registry import Partials
 from ir_passes.known.calls import demangle_numba, known_problem
+from ir_passes.known.model import known_call
 
 
 def register_rule(symbol: str, partials: Partials) -> None:
@@ -33,13 +35,15 @@ def register_rule(symbol: str, partials: Partials) -> None:
     Rules are for scalar functions only; a second rule for the same symbol raises ValueError.
     """
     problem = known_problem(symbol)
-    if problem is not None:
-        raise ValueError(f"register_rule takes the partial derivatives of a scalar function; "
-                         f"'{symbol}' is not one: {problem.what}. {problem.hint}")
     python_name = demangle_numba(symbol)
-    if python_name is not None:
-        raise ValueError(f"'{symbol}' is the Numba-compiled function {python_name}: its body "
-                         "is differentiated directly, it needs no rule")
+    if problem is not None or python_name is not None or known_call(symbol) is not None:
+        what = problem.what if problem is not None else f"the Numba-compiled function " \
+            f"{python_name}" if python_name is not None else "a library function with " \
+            "its own derivative"
+        raise ValueError(f"register_rule takes the partial derivatives of an external scalar "
+                         f"function; '{symbol}' is not one ({what}): give an @njit function "
+                         "or a function taking arrays its derivative with "
+                         "enzyme_py.register_derivative(f, forward=..., reverse=...)")
     if lookup(symbol) is not None:
         raise ValueError(f"a derivative rule for '{symbol}' is already registered")
     defrule(symbol)(partials)

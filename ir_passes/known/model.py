@@ -67,6 +67,7 @@ class ForwardCalls(CallContext, Protocol):
     width: int                                     # lanes of vector forward mode
 
     def value(self, v: Value) -> Value: ...        # the derivative's copy of a primal value
+    def tangent(self, v: Value) -> Value: ...      # of a float value (a vector of lanes)
     def shadow(self, ptr: Value, lane: int) -> Value: ...
     def entry_alloca(self, t: Type) -> Value: ...  # a scratch stack slot
 
@@ -75,6 +76,8 @@ class ReverseCalls(CallContext, Protocol):
     def value(self, v: Value) -> Value: ...        # a primal value, available in reverse
     def shadow(self, ptr: Value) -> Value: ...
     def element_type(self, ptr: Value) -> FloatType | None: ...   # floats the memory holds
+    def add_adjoint(self, v: Value, delta: Value) -> None: ...    # of a float operand
+    def entry_alloca(self, t: Type) -> Value: ...  # a scratch stack slot
 
 
 @dataclass(frozen=True)

@@ -65,7 +65,7 @@ class Adjoints:
         if emits_reverse(st, inst):
             record = call_record(inst)
             assert record is not None and record.reverse is not None
-            return record.reverse(ReverseCallContext(st, self.avail, ctx), inst)
+            return record.reverse(ReverseCallContext(st, self.avail, ctx, self.add), inst)
         if inst in st.allocs:   # the shadow array is not needed before this point
             return release(st.b, st.module, self.avail.shadow(ctx, inst))
         if role_of(inst) is Role.RAW_ALLOC and inst in st.info.shadowed:
