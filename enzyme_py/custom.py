@@ -27,12 +27,14 @@ from numba.core.dispatcher import Dispatcher
 
 from ir_passes.diff.rules import defrule
 
+from .custom_external import register_external
 from .numba_bridge.custom_calls import Rules, add_rules
 
 
 def register_derivative(f, forward=None, reverse=None) -> None:
-    """Use `forward` and `reverse` (`@njit` functions) for calls to the `@njit` function `f`
-    instead of differentiating its body.
+    """Use `forward` and `reverse` (`@njit` functions) for calls to `f` instead of
+    differentiating its body: an `@njit` function, or a `numba.types.ExternalFunction` of
+    scalars returning a float (see custom_external.py).
 
     With f's float scalars `x`, float arrays `a` and other parameters `n` (integers, booleans,
     integer arrays: no derivative), in f's order:
@@ -42,9 +44,18 @@ def register_derivative(f, forward=None, reverse=None) -> None:
     Inactive arguments get zero tangents and zeroed shadows. `f` must return a float and only
     read its arrays. Either rule may be omitted (that mode is then refused).
     """
-    name = _njit_name(f, "f", "register_derivative")
+    external = isinstance(f, types.ExternalFunction)
+    if not external and not isinstance(f, Dispatcher):
+        raise TypeError(f"register_derivative: f must be a numba.njit function or a "
+                        f"numba.types.ExternalFunction, got {type(f).__name__}{_EXTERNAL_HINT}")
+    name = f.symbol if external else f.py_func.__qualname__
     if forward is None and reverse is None:
         raise TypeError(f"register_derivative({name}): give forward=, reverse= or both")
+    for rule, mode in ((forward, "forward"), (reverse, "reverse")):
+        if rule is not None:
+            _njit_name(rule, f"the {mode} rule", "register_derivative")
+    if external:
+        return register_external(f, _unchecked(forward), _unchecked(reverse))
     n = len(_parameters(f.py_func, name))
     for rule, mode in ((forward, "forward"), (reverse, "reverse")):
         if rule is not None:
@@ -58,6 +69,9 @@ def inactive(f) -> None:
     a scalar `numba.types.ExternalFunction`."""
     if isinstance(f, types.ExternalFunction):
         return _inactive_external(f)
+    if not isinstance(f, Dispatcher):
+        raise TypeError(f"inactive: f must be a numba.njit function or a "
+                        f"numba.types.ExternalFunction, got {type(f).__name__}{_EXTERNAL_HINT}")
     _njit_name(f, "f", "inactive")
     add_rules(Rules(f, inactive=True))
 
@@ -69,6 +83,11 @@ def _inactive_external(f: types.ExternalFunction) -> None:
         raise TypeError(f"inactive({f.symbol}): only external functions of scalars returning "
                         f"a float are supported, not {sig}")
     defrule(f.symbol)(lambda m, args, res: [None] * len(args))
+
+
+_EXTERNAL_HINT = (" (a ctypes or cffi function is called through a pointer: declare its "
+                  "symbol as numba.types.ExternalFunction(name, signature) and call and "
+                  "register that)")
 
 
 def _unchecked(rule: Dispatcher | None) -> Dispatcher | None:
@@ -83,9 +102,8 @@ def _unchecked(rule: Dispatcher | None) -> Dispatcher | None:
 
 def _njit_name(f, role: str, api: str) -> str:
     if not isinstance(f, Dispatcher):
-        kind = "numba.types.ExternalFunction (not supported yet: only enzyme_py.inactive " \
-            "takes one)" if isinstance(f, types.ExternalFunction) else type(f).__name__
-        raise TypeError(f"{api}: {role} must be a numba.njit function, got {kind}")
+        raise TypeError(f"{api}: {role} must be a numba.njit function, got "
+                        f"{type(f).__name__}")
     return f.py_func.__qualname__
 
 

@@ -238,7 +238,9 @@ def _plain(x):
 
 def test_registration_requires_njit_functions():
     with pytest.raises(TypeError, match=r"^register_derivative: f must be a numba.njit "
-                                        r"function, got function$"):
+                                        r"function or a numba.types.ExternalFunction, got "
+                                        r"function \(a ctypes or cffi function is called "
+                                        r"through a pointer: declare its symbol as "):
         enzyme_py.register_derivative(_plain, forward=log1pexp_fwd)
     with pytest.raises(TypeError, match=r"^register_derivative: the reverse rule must be a "
                                         r"numba.njit function, got function$"):
@@ -352,9 +354,41 @@ def test_a_rule_that_may_raise_is_refused_and_a_missing_mode_too():
 
 llvm.load_library_permanently(ctypes.util.find_library("m"))
 _j0 = types.ExternalFunction("j0", types.float64(types.float64))
+_j1 = types.ExternalFunction("j1", types.float64(types.float64))
 _y0 = types.ExternalFunction("y0", types.float64(types.float64))
+_jn = types.ExternalFunction("jn", types.float64(types.int32, types.float64))
 enzyme_py.register_rule("j0", lambda m, args, res: [m.neg(m.call("j1", args[0]))])
 enzyme_py.inactive(_y0)
+
+
+@njit
+def _j1_rev(x, d_ret):                  # j1' = j0 - j1 / x
+    return (d_ret * (_j0(x) - _j1(x) / x),)
+
+
+@njit
+def _jn_fwd(n, x, t_x):                 # jn' = (j_{n-1} - j_{n+1}) / 2
+    return _jn(n, x), t_x * 0.5 * (_jn(n - 1, x) - _jn(n + 1, x))
+
+
+enzyme_py.register_derivative(_j1, reverse=_j1_rev)
+enzyme_py.register_derivative(_jn, forward=_jn_fwd)
+
+
+def bessel_rules(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += _j1(x[i]) * x[i] + _jn(2, x[i])
+    return s
+
+
+EXTERNAL = Kernel("bessel_rules", bessel_rules, lambda rng: (rng.uniform(0.5, 4.0, 5),))
+
+
+def test_register_derivative_of_external_functions():
+    check_reverse(EXTERNAL)
+    check_forward(EXTERNAL)
+    check_inner_product(EXTERNAL)
 
 
 def bessel_sum(x):

@@ -58,6 +58,11 @@ def opaque_symbols() -> set[str]:
     return set(_SYMBOLS)
 
 
+def register_library(symbol: str, library) -> None:
+    """Link `library`, which defines `symbol`, into every derivative calling `symbol`."""
+    _LIBRARIES[symbol] = library
+
+
 def rule_libraries(module_text: str) -> tuple:
     """The code libraries of the rules `module_text` calls (to link with the derivative)."""
     return tuple(lib for symbol, lib in _LIBRARIES.items() if f"@{symbol}(" in module_text
