@@ -18,6 +18,7 @@ from numba import njit, types
 import enzyme_py
 from tests.support.gradcheck import check_forward, check_inner_product, check_reverse
 from tests.support.kernel import Kernel
+from tests.test_exceptions import nrt_stats  # noqa: F401  (fixture)
 
 # ----------------------------------------------------------------------------- scalar rule
 
@@ -434,3 +435,41 @@ def test_register_rule_refuses_what_is_not_a_scalar_function(symbol, what):
 def test_register_rule_twice_is_refused():
     with pytest.raises(ValueError, match=r"^a derivative rule for 'j0' is already registered$"):
         enzyme_py.register_rule("j0", lambda m, args, res: [None])
+
+
+# ----------------------------------------------------------------------------- reverse mode
+
+
+def test_split_mode_keeps_the_arguments_for_the_rule():
+    x = np.linspace(-2.0, 2.0, 4)
+    dx_split, dx = np.zeros(4), np.zeros(4)
+    fwd, rev = enzyme_py.derive_diff(softplus_sum, "s_sp", ("dup", "active"), mode="split")
+    value, tape = fwd(x, dx_split, 0.7)
+    grads = rev(x, dx_split, 0.7, 1.0, tape)
+    expected = enzyme_py.derive_diff(softplus_sum, "d_sp", ("dup", "active"))(x, dx, 0.7)
+    assert value == pytest.approx(softplus_sum(x, 0.7))
+    assert grads == pytest.approx(expected) and np.allclose(dx_split, dx)
+
+
+def overwrites_after_the_call(x, w):
+    e = energy(x, w, 1.0, x.shape[0])
+    x[0] = 0.0
+    return e
+
+
+def test_array_changed_before_the_reverse_pass_is_refused():
+    d = enzyme_py.derive_diff(overwrites_after_the_call, "d_ow", ("dup", "dup"))
+    with pytest.raises(enzyme_py.UnsupportedError, match=r"call to energy \(registered "
+                       r"derivative\) with an array the function also writes \(array 'x' is "
+                       r"dup\)(.|\n)*fix: pass a copy of the array to energy"):
+        d(np.ones(3), np.zeros(3), np.ones(3), np.zeros(3))
+
+
+def test_zero_shadows_of_inactive_arrays_are_released(nrt_stats):
+    d = enzyme_py.derive_diff(const_weights, "d_cw", ("dup", "const"))
+    x, dx, w = np.ones(5), np.zeros(5), np.ones(5)
+    d(x, dx, w)
+    nrt_stats.start()
+    d(x, dx, w)
+    alloc, free, mi_alloc, mi_free = nrt_stats.delta()
+    assert alloc == free and mi_alloc == mi_free

@@ -8,7 +8,8 @@ A call to `f(x, a, n)` (float `x`, float array `a`, integer `n`) in the primal i
 adjoint in `%ret`'s shadow, calls `f_rev(x, a, d_a, n, d_ret)`, which accumulates into `d_a`,
 and adds the gradients it returns to the adjoints of the float arguments. Arrays are passed
 without their owner (null meminfo and parent): the rules only see the memory. An inactive
-argument gets a zero tangent or a zeroed scratch shadow, freed after the call.
+argument gets a zero tangent or a zeroed scratch shadow, freed after the call. Rules that may
+raise are refused (`_may_raise`), so their exception slot is a scratch slot of the derivative.
 """
 from __future__ import annotations
 
@@ -107,9 +108,9 @@ class CustomCall:
     def forward(self, ctx: ForwardCalls, inst: Instruction) -> None:
         rule = self._compiled(ctx, inst, "forward", self.forward_rule, self._forward_types())
         fn = declare(ctx.module, rule.symbol, I32, [PTR, PTR, *self._rule_arg_types(inst, 1)])
-        out = ctx.entry_alloca(rule.out_type)
+        out, exc = ctx.entry_alloca(rule.out_type), ctx.entry_alloca(PTR)
         for lane in range(ctx.width):
-            args: list[Value] = [out, ctx.value(inst.operands[1])]
+            args: list[Value] = [out, exc]
             scratch: list[Value] = []
             for p in self.params:
                 args += self._primal_args(ctx, inst, p)
@@ -139,7 +140,7 @@ class CustomCall:
         seed = b.load(t, seed_slot)
         b.store(zero(t), seed_slot)
         out = ctx.entry_alloca(rule.out_type)
-        args: list[Value] = [out, ctx.value(inst.operands[1])]
+        args: list[Value] = [out, ctx.entry_alloca(PTR)]
         scratch: list[Value] = []
         for p in self.params:
             args += self._primal_args(ctx, inst, p)
