@@ -107,7 +107,7 @@ class CustomCall:
     # ------------------------------------------------------------------ forward
     def forward(self, ctx: ForwardCalls, inst: Instruction) -> None:
         rule = self._compiled(ctx, inst, "forward", self.forward_rule, self._forward_types())
-        fn = declare(ctx.module, rule.symbol, I32, [PTR, PTR, *self._rule_arg_types(inst, 1)])
+        fn = declare(ctx.module, rule.symbol, I32, [PTR, PTR, *self._rule_arg_types(inst, "forward")])
         out, exc = ctx.entry_alloca(rule.out_type), ctx.entry_alloca(PTR)
         for lane in range(ctx.width):
             args: list[Value] = [out, exc]
@@ -135,7 +135,7 @@ class CustomCall:
         rule = self._compiled(ctx, inst, "reverse", self.reverse_rule, self._reverse_types())
         b, t = ctx.b, self._ret_type()
         fn = declare(ctx.module, rule.symbol, I32,
-                     [PTR, PTR, *self._rule_arg_types(inst, 2), t])
+                     [PTR, PTR, *self._rule_arg_types(inst, "reverse"), t])
         seed_slot = ctx.shadow(inst.operands[0])
         seed = b.load(t, seed_slot)
         b.store(zero(t), seed_slot)
@@ -164,14 +164,14 @@ class CustomCall:
         return parse_type(llvm_abi((), self.restype)[1])
 
     # ------------------------------------------------------------------ arguments
-    def _rule_arg_types(self, inst: Instruction, mode: int) -> list[Type]:
-        """LLVM types of the rule's arguments (mode 1: forward, tangents of floats and arrays;
-        2: reverse, shadows of arrays), without the result seed."""
+    def _rule_arg_types(self, inst: Instruction, mode: str) -> list[Type]:
+        """LLVM types of the rule's arguments (forward: with the tangents of floats and
+        arrays; reverse: with the shadows of arrays), without the result seed."""
         out: list[Type] = []
         for p in self.params:
             mine = [inst.operands[i].type for i in p.positions]
             out += mine
-            if p.kind == "array" or p.kind == "float" and mode == 1:
+            if p.kind == "array" or p.kind == "float" and mode == "forward":
                 out += mine
         return out
 

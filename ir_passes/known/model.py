@@ -46,8 +46,9 @@ class Role(enum.Enum):
 
 @dataclass(frozen=True)
 class Flow:
-    """Values move from the memory at argument positions `sources` into that at `dest`;
-    `raw`: bytes are copied as they are (pointers stored there move too)."""
+    """Values move from the memory at argument positions `sources` (or from the argument
+    itself, for a scalar) into that at `dest`; `raw`: bytes are copied as they are (pointers
+    stored there move too)."""
     dest: int
     sources: tuple[int, ...]
     raw: bool = False
