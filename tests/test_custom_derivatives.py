@@ -16,6 +16,7 @@ import pytest
 from numba import njit, types
 
 import enzyme_py
+from ir_passes.diff.rules import registry
 from tests.support.gradcheck import check_forward, check_inner_product, check_reverse
 from tests.support.kernel import Kernel
 from tests.test_exceptions import nrt_stats  # noqa: F401  (fixture)
@@ -354,17 +355,17 @@ def test_a_rule_that_may_raise_is_refused_and_a_missing_mode_too():
 # ----------------------------------------------------------------------------- register_rule
 
 llvm.load_library_permanently(ctypes.util.find_library("m"))
-_j0 = types.ExternalFunction("j0", types.float64(types.float64))
-_j1 = types.ExternalFunction("j1", types.float64(types.float64))
+# Scalar rules are global: they go into a copy of the registry for this module's tests only
+# (tests/rules checks every registered rule, tests/c/test_errors.py that j0 has none).
 _y0 = types.ExternalFunction("y0", types.float64(types.float64))
+_y1 = types.ExternalFunction("y1", types.float64(types.float64))
 _jn = types.ExternalFunction("jn", types.float64(types.int32, types.float64))
-enzyme_py.register_rule("j0", lambda m, args, res: [m.neg(m.call("j1", args[0]))])
-enzyme_py.inactive(_y0)
+_yn = types.ExternalFunction("yn", types.float64(types.int32, types.float64))
 
 
 @njit
-def _j1_rev(x, d_ret):                  # j1' = j0 - j1 / x
-    return (d_ret * (_j0(x) - _j1(x) / x),)
+def _yn_rev(n, x, d_ret):               # yn' = (y_{n-1} - y_{n+1}) / 2
+    return (d_ret * 0.5 * (_yn(n - 1, x) - _yn(n + 1, x)),)
 
 
 @njit
@@ -372,21 +373,29 @@ def _jn_fwd(n, x, t_x):                 # jn' = (j_{n-1} - j_{n+1}) / 2
     return _jn(n, x), t_x * 0.5 * (_jn(n - 1, x) - _jn(n + 1, x))
 
 
-enzyme_py.register_derivative(_j1, reverse=_j1_rev)
-enzyme_py.register_derivative(_jn, forward=_jn_fwd)
+@pytest.fixture(scope="module")
+def external_rules():
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(registry, "_RULES", dict(registry._RULES))
+        enzyme_py.register_rule(                    # y1' = y0 - y1 / x
+            "y1", lambda m, args, res: [m.sub(m.call("y0", args[0]), m.div(res, args[0]))])
+        enzyme_py.inactive(_y0)
+        enzyme_py.register_derivative(_yn, reverse=_yn_rev)
+        enzyme_py.register_derivative(_jn, forward=_jn_fwd)
+        yield
 
 
 def bessel_rules(x):
     s = 0.0
     for i in range(x.shape[0]):
-        s += _j1(x[i]) * x[i] + _jn(2, x[i])
+        s += _yn(2, x[i]) * x[i] + _jn(2, x[i])
     return s
 
 
 EXTERNAL = Kernel("bessel_rules", bessel_rules, lambda rng: (rng.uniform(0.5, 4.0, 5),))
 
 
-def test_register_derivative_of_external_functions():
+def test_register_derivative_of_external_functions(external_rules):
     check_reverse(EXTERNAL)
     check_forward(EXTERNAL)
     check_inner_product(EXTERNAL)
@@ -395,14 +404,14 @@ def test_register_derivative_of_external_functions():
 def bessel_sum(x):
     s = 0.0
     for i in range(x.shape[0]):
-        s += _j0(x[i]) * x[i]
+        s += _y1(x[i]) * x[i]
     return s
 
 
 BESSEL = Kernel("bessel_sum", bessel_sum, lambda rng: (rng.uniform(0.5, 4.0, 5),))
 
 
-def test_register_rule_against_finite_differences():
+def test_register_rule_against_finite_differences(external_rules):
     check_reverse(BESSEL)
     check_forward(BESSEL)
     check_inner_product(BESSEL)
@@ -412,7 +421,7 @@ def bessel_inactive(x):
     return x[0] * _y0(x[0])
 
 
-def test_inactive_external_function():
+def test_inactive_external_function(external_rules):
     dx = np.zeros(1)
     enzyme_py.derive_diff(bessel_inactive, "d_y0", ("dup",))(np.array([2.0]), dx)
     import scipy.special
@@ -432,9 +441,9 @@ def test_register_rule_refuses_what_is_not_a_scalar_function(symbol, what):
         enzyme_py.register_rule(symbol, lambda m, args, res: [None])
 
 
-def test_register_rule_twice_is_refused():
-    with pytest.raises(ValueError, match=r"^a derivative rule for 'j0' is already registered$"):
-        enzyme_py.register_rule("j0", lambda m, args, res: [None])
+def test_register_rule_twice_is_refused(external_rules):
+    with pytest.raises(ValueError, match=r"^a derivative rule for 'y1' is already registered$"):
+        enzyme_py.register_rule("y1", lambda m, args, res: [None])
 
 
 # ----------------------------------------------------------------------------- reverse mode
