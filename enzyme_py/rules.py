@@ -34,12 +34,8 @@ def register_rule(symbol: str, partials: Partials) -> None:
 
     Rules are for scalar functions only; a second rule for the same symbol raises ValueError.
     """
-    problem = known_problem(symbol)
-    python_name = demangle_numba(symbol)
-    if problem is not None or python_name is not None or known_call(symbol) is not None:
-        what = problem.what if problem is not None else f"the Numba-compiled function " \
-            f"{python_name}" if python_name is not None else "a library function with " \
-            "its own derivative"
+    what = _not_scalar(symbol)
+    if what is not None:
         raise ValueError(f"register_rule takes the partial derivatives of an external scalar "
                          f"function; '{symbol}' is not one ({what}): give an @njit function "
                          "or a function taking arrays its derivative with "
@@ -47,6 +43,19 @@ def register_rule(symbol: str, partials: Partials) -> None:
     if lookup(symbol) is not None:
         raise ValueError(f"a derivative rule for '{symbol}' is already registered")
     defrule(symbol)(partials)
+
+
+def _not_scalar(symbol: str) -> str | None:
+    """What `symbol` is when it is known not to be an external scalar function."""
+    problem = known_problem(symbol)
+    if problem is not None:
+        return problem.what
+    python_name = demangle_numba(symbol)
+    if python_name is not None:
+        return f"the Numba-compiled function {python_name}"
+    if known_call(symbol) is not None:
+        return "a library function with its own derivative"
+    return None
 
 
 __all__ = ["register_rule"]
