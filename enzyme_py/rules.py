@@ -34,27 +34,33 @@ def register_rule(symbol: str, partials: Partials) -> None:
 
     Rules are for scalar functions only; a second rule for the same symbol raises ValueError.
     """
-    what = _not_scalar(symbol)
-    if what is not None:
-        raise ValueError(f"register_rule takes the partial derivatives of an external scalar "
-                         f"function; '{symbol}' is not one ({what}): give an @njit function "
-                         "or a function taking arrays its derivative with "
-                         "enzyme_py.register_derivative(f, forward=..., reverse=...)")
+    why = _not_scalar(symbol)
+    if why is not None:
+        raise ValueError(why)
     if lookup(symbol) is not None:
         raise ValueError(f"a derivative rule for '{symbol}' is already registered")
     defrule(symbol)(partials)
 
 
 def _not_scalar(symbol: str) -> str | None:
-    """What `symbol` is when it is known not to be an external scalar function."""
+    """Why `symbol` cannot take a rule, when it is known not to be an external scalar
+    function; the message names `register_derivative`, which takes rules for functions with
+    array arguments and for `@njit` functions."""
+    use = "enzyme_py.register_derivative(f, forward=..., reverse=...)"
     problem = known_problem(symbol)
     if problem is not None:
-        return problem.what
+        return (f"register_rule takes the partial derivatives of a scalar function; '{symbol}' "
+                f"is not one: {problem.what}. {problem.hint}. Functions of your own taking "
+                f"arrays get a derivative with {use}")
     python_name = demangle_numba(symbol)
     if python_name is not None:
-        return f"the Numba-compiled function {python_name}"
+        return (f"'{symbol}' is the Numba-compiled function {python_name}: its body is "
+                f"differentiated directly, it needs no rule; to give it a derivative of your "
+                f"own, use {use}")
     if known_call(symbol) is not None:
-        return "a library function with its own derivative"
+        return (f"register_rule takes the partial derivatives of a scalar function; '{symbol}' "
+                f"is not one: a library function with its own derivative (use {use} for "
+                "functions of your own)")
     return None
 
 

@@ -428,16 +428,20 @@ def test_inactive_external_function(external_rules):
     assert dx[0] == pytest.approx(scipy.special.y0(2.0))
 
 
-@pytest.mark.parametrize("symbol, what", [
-    ("numba_xxgemm", r"matrix product"),
-    ("_ZN8__main__6helperB2v1E", r"the Numba-compiled function __main__.helper"),
-    ("numba_xxdot", r"a library function with its own derivative"),
+@pytest.mark.parametrize("symbol, why", [
+    ("numba_xxgemm", r"^register_rule takes the partial derivatives of a scalar function; "
+                     r"'numba_xxgemm' is not one: matrix product .*Functions of your own "
+                     r"taking arrays get a derivative with "),
+    ("_ZN8__main__6helperB2v1E", r"^'_ZN8__main__6helperB2v1E' is the Numba-compiled function "
+                                 r"__main__.helper: its body is differentiated directly, it "
+                                 r"needs no rule; to give it a derivative of your own, use "),
+    ("numba_xxdot", r"^register_rule takes the partial derivatives of a scalar function; "
+                    r"'numba_xxdot' is not one: a library function with its own derivative "
+                    r"\(use "),
 ])
-def test_register_rule_refuses_what_is_not_a_scalar_function(symbol, what):
-    with pytest.raises(ValueError, match=rf"^register_rule takes the partial derivatives of "
-                                         rf"an external scalar function; '{symbol}' is not one "
-                                         rf"\({what}.*enzyme_py.register_derivative\(f, "
-                                         rf"forward=..., reverse=...\)$"):
+def test_register_rule_refuses_what_is_not_a_scalar_function(symbol, why):
+    with pytest.raises(ValueError, match=why + re.escape(
+            "enzyme_py.register_derivative(f, forward=..., reverse=...)")):
         enzyme_py.register_rule(symbol, lambda m, args, res: [None])
 
 

@@ -86,7 +86,7 @@ def test_width_must_be_a_positive_integer(width):
 
 @pytest.mark.parametrize("mode", ["Reverse", "backward", "fwd", ""])
 def test_unknown_mode(mode):
-    with pytest.raises(ActivityError, match="mode must be 'forward' or 'reverse'"):
+    with pytest.raises(ActivityError, match="mode must be 'forward', 'reverse' or 'split'"):
         derive_diff(total, None, ["dup"], mode=mode)
 
 
