@@ -4,8 +4,9 @@
 function as a Numba dispatcher callable from Python and from `@njit` code; `@autodiff` is the
 decorator form; `grad`, `value_and_grad`, `jacobian`, `hessian` and `hvp` are JAX-style
 helpers (Numba dispatchers too); `check` tests a derivative against finite differences;
-`inspect` shows the IR of each stage; `register_rule` gives external scalar
-functions a derivative. Errors: `ActivityError` (bad activities), `ArgumentError` (arguments
+`inspect` shows the IR of each stage; `register_derivative` gives a function derivative rules
+written as `@njit` functions, `inactive` marks calls with no derivative, `register_rule` gives
+external scalar functions their partial derivatives. Errors: `ActivityError` (bad activities), `ArgumentError` (arguments
 of a derivative call that do not fit), `UnsupportedError` (a construct the pass cannot
 differentiate), all `EnzymePyError`s. `help(enzyme_py.derive_diff)` has the conventions.
 """
@@ -13,11 +14,12 @@ from ir_passes.errors import ActivityError, ArgumentError, EnzymePyError, Unsupp
 
 from .api import autodiff, derive_diff
 from .checking import check
+from .custom import inactive, register_derivative
 from .helpers import grad, hessian, hvp, jacobian, value_and_grad
 from .inspection import inspect
 from .rules import register_rule
 from . import c  # noqa: E402,F401  (enzyme_py.c.derive: the C front end)
 
 __all__ = ["ActivityError", "ArgumentError", "EnzymePyError", "UnsupportedError", "autodiff",
-           "check", "derive_diff", "grad", "hessian", "hvp", "inspect", "jacobian",
-           "register_rule", "value_and_grad"]
+           "check", "derive_diff", "grad", "hessian", "hvp", "inactive", "inspect", "jacobian",
+           "register_derivative", "register_rule", "value_and_grad"]

@@ -9,7 +9,8 @@ a float result: e.g. a C function declared with `numba.types.ExternalFunction`),
 `args` are the call's operands, `res` its result; return one partial per operand (`None`
 for an operand with no derivative). Forward and reverse mode both use it. Functions taking
 arrays (Numba's LAPACK helpers behind `np.linalg`, containers) and Numba-compiled functions
-cannot be described this way and are refused; the BLAS helpers behind `A @ B`, `np.dot` and
+cannot be described this way and are refused, naming `register_derivative` (custom.py), which
+takes rules written as `@njit` functions; the BLAS helpers behind `A @ B`, `np.dot` and
 `np.linalg.norm` of a vector are differentiated already.
 """
 from __future__ import annotations
@@ -33,21 +34,34 @@ def register_rule(symbol: str, partials: Partials) -> None:
 
     Rules are for scalar functions only; a second rule for the same symbol raises ValueError.
     """
-    problem = known_problem(symbol)
-    if problem is not None:
-        raise ValueError(f"register_rule takes the partial derivatives of a scalar function; "
-                         f"'{symbol}' is not one: {problem.what}. {problem.hint}")
-    record = known_call(symbol)
-    if record is not None and (record.forward is not None or record.reverse is not None):
-        raise ValueError(f"'{symbol}' is a library call the pass differentiates already "
-                         "(its known-call record); it needs no rule")
-    python_name = demangle_numba(symbol)
-    if python_name is not None:
-        raise ValueError(f"'{symbol}' is the Numba-compiled function {python_name}: its body "
-                         "is differentiated directly, it needs no rule")
+    why = _not_scalar(symbol)
+    if why is not None:
+        raise ValueError(why)
     if lookup(symbol) is not None:
         raise ValueError(f"a derivative rule for '{symbol}' is already registered")
     defrule(symbol)(partials)
+
+
+def _not_scalar(symbol: str) -> str | None:
+    """Why `symbol` cannot take a rule, when it is known not to be an external scalar
+    function; the message names `register_derivative`, which takes rules for functions with
+    array arguments and for `@njit` functions."""
+    use = "enzyme_py.register_derivative(f, forward=..., reverse=...)"
+    problem = known_problem(symbol)
+    if problem is not None:
+        return (f"register_rule takes the partial derivatives of a scalar function; '{symbol}' "
+                f"is not one: {problem.what}. {problem.hint}. Functions of your own taking "
+                f"arrays get a derivative with {use}")
+    python_name = demangle_numba(symbol)
+    if python_name is not None:
+        return (f"'{symbol}' is the Numba-compiled function {python_name}: its body is "
+                f"differentiated directly, it needs no rule; to give it a derivative of your "
+                f"own, use {use}")
+    if known_call(symbol) is not None:
+        return (f"register_rule takes the partial derivatives of a scalar function; '{symbol}' "
+                f"is not one: a library function with its own derivative (use {use} for "
+                "functions of your own)")
+    return None
 
 
 __all__ = ["register_rule"]

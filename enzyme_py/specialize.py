@@ -22,6 +22,7 @@ from ir_passes.ir.parser import parse_module
 from .activities import ActivitySpec, return_activity
 from .call_checks import check_lines
 from .numba_bridge.capture import capture
+from .numba_bridge.custom_calls import rule_libraries
 from .numba_bridge.link import Built, compile_library, unique_symbol
 from .numba_target import numba_target
 from .returns import check_differentiates_something, d_ret_arguments
@@ -179,7 +180,8 @@ class Specializer:
         stages = Stages(target, self.vector_math)
         text = stages.module_text              # synthesized and verified here, once
         self.stages[primal_types] = stages
-        return Built(text, symbol, target.facts.restype, (target.facts.capture.library,))
+        return Built(text, symbol, target.facts.restype,
+                     (target.facts.capture.library, *rule_libraries(text)))
 
     def _derive_split(self, primal_types: tuple) -> SplitBuilt:
         ident = next(_split_ids)
@@ -193,7 +195,7 @@ class Specializer:
         stages = Stages(target, self.vector_math)
         text = stages.module_text
         self.stages[primal_types] = stages
-        linked = (target.facts.capture.library,)
+        linked = (target.facts.capture.library, *rule_libraries(text))
         library = compile_library(text, self.name, linked)
         value = target.facts.capture.restype
         fwd_type = STATE if value == types.none else types.Tuple((value, STATE))

@@ -57,6 +57,7 @@ from ir_passes.api import canonicalize_module, parse, run_module_passes
 from ir_passes.errors import UnsupportedError
 from ir_passes.known.calls import describe_symbol
 
+from .custom_calls import opaque_symbols
 from .link import llvm_abi
 from .recompile import Unrecoverable, recompile
 from .runtime import annotate_runtime
@@ -265,7 +266,7 @@ def _capture(dispatcher: Dispatcher, argtypes: tuple) -> CapturedFunction:
 def _canonical_module(library, name: str) -> tuple[llvm.ModuleRef, str]:
     """The canonical module of function ``name`` of ``library``, and the raw text defining it."""
     module, raw_text = _link_raw(library, name)
-    kept = _inline_callees(module, name)
+    kept = _inline_callees(module, name, opaque_symbols())
     canonicalize_module(module)
     _refuse_recursion(module, name, kept)
     run_module_passes(module, ("global_dead_code_eliminate", "strip_dead_prototype"))
@@ -324,13 +325,14 @@ def _link_raw(root_library, primal: str) -> tuple[llvm.ModuleRef, str]:
     return linked, primal_text
 
 
-def _inline_callees(module: llvm.ModuleRef, primal: str) -> set[str]:
-    """Inline every callee into the primal; return the functions marked noinline (they stay
-    calls, which the pass judges like any call). Functions left over are made internal: called
-    noinline functions, recursive ones (refused by `_refuse_recursion`), or ones only
-    referenced by address (exception-argument unwrappers, container destructors)."""
+def _inline_callees(module: llvm.ModuleRef, primal: str, opaque: set[str]) -> set[str]:
+    """Inline every callee into the primal, except functions with user rules (`opaque`);
+    return the functions marked noinline and those (they stay calls, which the pass judges
+    like any call). Functions left over are made internal: called noinline functions,
+    recursive ones (refused by `_refuse_recursion`), or ones only referenced by address
+    (exception-argument unwrappers, container destructors)."""
     never_inline = {fn.name for fn in module.functions
-                    if any(b"noinline" in a for a in fn.attributes)}
+                    if fn.name in opaque or any(b"noinline" in a for a in fn.attributes)}
     for fn in module.functions:
         if not fn.is_declaration and fn.name != primal and fn.name not in never_inline:
             fn.add_function_attribute("alwaysinline")

@@ -112,7 +112,8 @@ def _local_memory_receiving(inst: Instruction, varied: set[Value],
         active = value in varied
     elif (flow := _flow(inst)) is not None:       # a known call moving values into memory
         ptr = inst.operands[flow.dest]
-        active = any(inst.operands[i] in shadowed for i in flow.sources)
+        active = any(inst.operands[i] in shadowed or inst.operands[i] in varied
+                     for i in flow.sources)
     else:
         return []
     base = local_memory_base(ptr)

@@ -48,8 +48,9 @@ class Role(enum.Enum):
 
 @dataclass(frozen=True)
 class Flow:
-    """Values move from the memory at argument positions `sources` into that at `dest`;
-    `raw`: bytes are copied as they are (pointers stored there move too)."""
+    """Values move from the memory at argument positions `sources` (or from the argument
+    itself, for a scalar) into that at `dest`; `raw`: bytes are copied as they are (pointers
+    stored there move too)."""
     dest: int
     sources: tuple[int, ...]
     raw: bool = False
@@ -69,6 +70,7 @@ class ForwardCalls(CallContext, Protocol):
     width: int                                     # lanes of vector forward mode
 
     def value(self, v: Value) -> Value: ...        # the derivative's copy of a primal value
+    def tangent(self, v: Value) -> Value: ...      # of a float value (a vector of lanes)
     def shadow(self, ptr: Value, lane: int) -> Value: ...
     def entry_alloca(self, t: Type) -> Value: ...  # a scratch stack slot
 
@@ -77,6 +79,8 @@ class ReverseCalls(CallContext, Protocol):
     def value(self, v: Value) -> Value: ...        # a primal value, available in reverse
     def shadow(self, ptr: Value) -> Value: ...
     def element_type(self, ptr: Value) -> FloatType | None: ...   # floats the memory holds
+    def add_adjoint(self, v: Value, delta: Value) -> None: ...    # of a float operand
+    def entry_alloca(self, t: Type) -> Value: ...  # a scratch stack slot
 
 
 @dataclass(frozen=True)

@@ -123,7 +123,7 @@ def test_the_fixes_the_messages_name_work(fix):
 
 
 @pytest.mark.parametrize("symbol, why", [
-    ("numba_xxgemm", r"'numba_xxgemm' is a library call the pass differentiates already"),
+    ("numba_xxgemm", r"'numba_xxgemm' is not one: a library function with its own derivative"),
     ("numba_xgesv", r"'numba_xgesv' is not one: linear solve \(LAPACK numba_xgesv"),
     ("numba_dict_insert", r"'numba_dict_insert' is not one: Python dict operation"),
     ("_ZN8__main__6helperB2v1B38c8tJTIeFIjxB2IKSgI4CrvQClQZ6FczSBAA_3dEd",

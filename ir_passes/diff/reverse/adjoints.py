@@ -66,7 +66,7 @@ class Adjoints:
         if emits_reverse(st, inst):
             record = call_record(inst)
             assert record is not None and record.reverse is not None
-            record.reverse(ReverseCallContext(st, self.avail, ctx), inst)
+            record.reverse(ReverseCallContext(st, self.avail, ctx, self.add), inst)
             for owner in st.kept.get(inst, ()):
                 emit_reference(st.b, st.module, self.avail.value(ctx, owner), Role.DECREF)
             return None

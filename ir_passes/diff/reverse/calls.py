@@ -1,7 +1,9 @@
 """What the reverse pass offers the emitters and checks of known calls (`ReverseCalls`)."""
 from __future__ import annotations
 
-from ...ir.types import FloatType
+from typing import Callable
+
+from ...ir.types import FloatType, Type
 from ...ir.values import Instruction, Value
 from ...known.model import call_record
 from ..common import describe_memory
@@ -14,11 +16,13 @@ class ReverseCallContext:
     before anything is emitted (neither given: only `has_shadow` and `describe` then)."""
 
     def __init__(self, st: ReverseState, avail: Availability | None = None,
-                 block: BlockContext | None = None) -> None:
+                 block: BlockContext | None = None,
+                 add: Callable[[Value, Value], None] | None = None) -> None:
         self.st = st
         self.b, self.module, self.diag = st.b, st.module, st.diag
         self._avail = avail
         self._block = block
+        self._add = add
 
     def has_shadow(self, v: Value) -> bool:
         return v in self.st.info.shadowed
@@ -36,6 +40,13 @@ class ReverseCallContext:
 
     def element_type(self, ptr: Value) -> FloatType | None:
         return self.st.memory_types.float_element(ptr)
+
+    def add_adjoint(self, v: Value, delta: Value) -> None:
+        assert self._add is not None
+        self._add(v, delta)
+
+    def entry_alloca(self, t: Type) -> Value:
+        return self.st.zeroed_alloca(t, "call.scratch")
 
 
 def emits_reverse(st: ReverseState, inst: Instruction) -> bool:

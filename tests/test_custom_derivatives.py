@@ -1,0 +1,489 @@
+"""Custom derivatives (API.md "Custom derivatives"): `register_derivative` for `@njit`
+functions with scalar and array arguments, `inactive`, and the scalar `register_rule`.
+
+The rules are checked where they are used: inside loops of differentiated kernels, in both
+modes, against finite differences and forward against reverse. A rule that is deliberately
+twice the true derivative proves the pass calls the rule instead of differentiating the body.
+"""
+from __future__ import annotations
+
+import ctypes.util
+import re
+
+import llvmlite.binding as llvm
+import numpy as np
+import pytest
+from numba import njit, types
+
+import enzyme_py
+from ir_passes.diff.rules import registry
+from tests.support.gradcheck import check_forward, check_inner_product, check_reverse
+from tests.support.kernel import Kernel
+from tests.test_exceptions import nrt_stats  # noqa: F401  (fixture)
+
+# ----------------------------------------------------------------------------- scalar rule
+
+
+@njit
+def log1pexp(x):
+    """log(1 + e^x) without overflow."""
+    if x > 0.0:
+        return x + np.log1p(np.exp(-x))
+    return np.log1p(np.exp(x))
+
+
+@njit
+def log1pexp_fwd(x, t_x):
+    return log1pexp(x), t_x / (1.0 + np.exp(-x))
+
+
+@njit
+def log1pexp_rev(x, d_ret):
+    return (d_ret / (1.0 + np.exp(-x)),)
+
+
+enzyme_py.register_derivative(log1pexp, forward=log1pexp_fwd, reverse=log1pexp_rev)
+
+
+def softplus_sum(x, a):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += log1pexp(a * x[i]) * x[i]
+    return s
+
+
+SOFTPLUS = Kernel("softplus_sum", softplus_sum,
+                  lambda rng: (rng.uniform(-40.0, 40.0, 7), 0.7))
+
+
+# ----------------------------------------------------------------------------- array rule
+
+
+@njit
+def energy(x, w, s, n):
+    """s * sum(w[i] * x[i]**2 for i < n)."""
+    e = 0.0
+    for i in range(n):
+        e += w[i] * x[i] * x[i]
+    return s * e
+
+
+@njit
+def energy_fwd(x, t_x, w, t_w, s, t_s, n):
+    e = t = 0.0
+    for i in range(n):
+        e += w[i] * x[i] * x[i]
+        t += t_w[i] * x[i] * x[i] + 2.0 * w[i] * x[i] * t_x[i]
+    return s * e, t_s * e + s * t
+
+
+@njit
+def energy_rev(x, d_x, w, d_w, s, n, d_ret):
+    e = 0.0
+    for i in range(n):
+        e += w[i] * x[i] * x[i]
+        d_x[i] += d_ret * s * 2.0 * w[i] * x[i]
+        d_w[i] += d_ret * s * x[i] * x[i]
+    return (d_ret * e,)
+
+
+enzyme_py.register_derivative(energy, forward=energy_fwd, reverse=energy_rev)
+
+
+def row_energies(X, w, s, out):
+    for r in range(X.shape[0]):
+        out[r] = energy(X[r], w, s, X.shape[1]) + X[r, 0]
+
+
+ROWS = Kernel("row_energies", row_energies,
+              lambda rng: (rng.standard_normal((4, 3)), rng.uniform(0.5, 1.5, 3), 0.8,
+                           np.zeros(4)), outputs=(3,))
+
+
+def const_weights(x, w):
+    return energy(x, w, 1.5, x.shape[0]) * x[0]
+
+
+CONST_W = Kernel("const_weights", const_weights,
+                 lambda rng: (rng.standard_normal(5), rng.uniform(0.5, 1.5, 5)), const=(1,))
+
+
+@pytest.mark.parametrize("kernel", [SOFTPLUS, ROWS, CONST_W], ids=lambda k: k.name)
+def test_reverse_against_finite_differences(kernel):
+    check_reverse(kernel)
+
+
+@pytest.mark.parametrize("kernel", [SOFTPLUS, ROWS, CONST_W], ids=lambda k: k.name)
+def test_forward_against_finite_differences(kernel):
+    check_forward(kernel)
+
+
+@pytest.mark.parametrize("kernel", [SOFTPLUS, ROWS, CONST_W], ids=lambda k: k.name)
+def test_forward_against_reverse(kernel):
+    check_inner_product(kernel)
+
+
+def test_rule_far_in_the_tails():
+    """exp(800) overflows: the rule's 1 / (1 + exp(-x)) still gives 1 and 0."""
+    d = enzyme_py.derive_diff(softplus_sum, "d_tail", ("dup", "active"))
+    x, dx = np.array([800.0, -800.0]), np.zeros(2)
+    (da,) = d(x, dx, 1.0)
+    assert np.allclose(dx, [1600.0, 0.0]) and da == pytest.approx(800.0 ** 2)
+
+
+# ----------------------------------------------------------------------------- the rule is used
+
+
+@njit
+def doubled(x):
+    return x * x
+
+
+@njit
+def doubled_fwd(x, t_x):
+    return x * x, 4.0 * x * t_x          # twice the true tangent
+
+
+@njit
+def doubled_rev(x, d_ret):
+    return (4.0 * x * d_ret,)
+
+
+enzyme_py.register_derivative(doubled, forward=doubled_fwd, reverse=doubled_rev)
+
+
+def sum_doubled(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += doubled(x[i])
+    return s
+
+
+def test_the_rule_not_the_body_is_differentiated():
+    x = np.array([0.5, -1.0, 2.0])
+    dx = np.zeros(3)
+    enzyme_py.derive_diff(sum_doubled, "d_dbl", ("dup",))(x, dx)
+    assert np.allclose(dx, 4.0 * x)                      # the body's derivative is 2x
+    fwd = enzyme_py.derive_diff(sum_doubled, "f_dbl", ("dup",), mode="forward")
+    value, tangent = fwd(x, np.ones(3))
+    assert value == pytest.approx(np.sum(x * x)) and tangent == pytest.approx(4.0 * x.sum())
+
+
+def test_vector_forward_calls_the_rule_per_lane():
+    fwd = enzyme_py.derive_diff(sum_doubled, "v_dbl", ("dup",), mode="forward", width=2)
+    x = np.array([0.5, -1.0, 2.0])
+    _, tangent = fwd(x, np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]))
+    assert np.allclose(tangent, [2.0, 8.0])
+
+
+# ----------------------------------------------------------------------------- inactive
+
+
+@njit
+def observed(x):
+    """An identity the pass must treat as a constant (like a logged or sampled value)."""
+    return x
+
+
+@njit
+def tick(counter):
+    counter[0] += 1.0
+    return counter[0]
+
+
+@njit
+def noisy(scale):
+    return scale * np.random.standard_normal()
+
+
+enzyme_py.inactive(observed)
+enzyme_py.inactive(tick)
+enzyme_py.inactive(noisy)
+
+
+def uses_inactive(x, counter):
+    s = 0.0
+    for i in range(x.shape[0]):
+        tick(counter)
+        s += x[i] * observed(x[i]) + 0.0 * noisy(x[i])
+    return s
+
+
+def test_inactive_results_are_constants_in_both_modes():
+    x, dx, counter = np.array([0.5, -1.0, 2.0]), np.zeros(3), np.zeros(1)
+    enzyme_py.derive_diff(uses_inactive, "d_inact", ("dup", "const"))(x, dx, counter)
+    assert np.allclose(dx, x) and counter[0] == 3.0      # d/dx x*c = c, c = x held constant
+    fwd = enzyme_py.derive_diff(uses_inactive, "f_inact", ("dup", "const"), mode="forward")
+    _, tangent = fwd(x, np.ones(3), counter)
+    assert tangent == pytest.approx(x.sum()) and counter[0] == 6.0
+
+
+def writes_active(x):
+    tick(x)
+    return x[0] * x[1]
+
+
+def test_inactive_function_writing_a_differentiated_array_is_refused():
+    d = enzyme_py.derive_diff(writes_active, "d_wa", ("dup",))
+    with pytest.raises(enzyme_py.UnsupportedError,
+                       match=r"call to tick, declared inactive, which writes its array "
+                             r"argument counter .*carries derivatives"):
+        d(np.ones(2), np.zeros(2))
+
+
+# ----------------------------------------------------------------------------- errors
+
+
+def _plain(x):
+    return x
+
+
+def test_registration_requires_njit_functions():
+    with pytest.raises(TypeError, match=r"^register_derivative: f must be a numba.njit "
+                                        r"function or a numba.types.ExternalFunction, got "
+                                        r"function \(a ctypes or cffi function is called "
+                                        r"through a pointer: declare its symbol as "):
+        enzyme_py.register_derivative(_plain, forward=log1pexp_fwd)
+    with pytest.raises(TypeError, match=r"^register_derivative: the reverse rule must be a "
+                                        r"numba.njit function, got function$"):
+        enzyme_py.register_derivative(njit(_plain), reverse=_plain)
+    with pytest.raises(TypeError, match=r"^register_derivative\(_plain\): give forward=, "
+                                        r"reverse= or both$"):
+        enzyme_py.register_derivative(njit(_plain))
+
+
+def test_registration_checks_parameter_counts():
+    @njit
+    def two(x, y):
+        return x * y
+
+    @njit
+    def bad_fwd(x):
+        return x, x
+
+    @njit
+    def bad_rev(x, y):
+        return (x, y)
+
+    with pytest.raises(TypeError, match=re.escape(
+            "register_derivative(test_registration_checks_parameter_counts.<locals>.two): the "
+            "forward rule test_registration_checks_parameter_counts.<locals>.bad_fwd takes 1 "
+            "parameters; for test_registration_checks_parameter_counts.<locals>.two, with 2, "
+            "it takes f's parameters, each float and float array followed by its tangent")):
+        enzyme_py.register_derivative(two, forward=bad_fwd)
+    with pytest.raises(TypeError, match=r"the reverse rule .*bad_rev takes 2 parameters; .* "
+                                        r"then d_ret .*: between 3 and 5$"):
+        enzyme_py.register_derivative(two, reverse=bad_rev)
+
+
+def test_registering_twice_is_refused():
+    with pytest.raises(ValueError, match=r"^log1pexp is already given a derivative$"):
+        enzyme_py.register_derivative(log1pexp, forward=log1pexp_fwd)
+    with pytest.raises(ValueError, match=r"^tick is already declared inactive$"):
+        enzyme_py.inactive(tick)
+
+
+@njit
+def cube(x, n):
+    return x ** 3 + n
+
+
+@njit
+def cube_fwd(x, t_x, n, t_n):            # an integer has no tangent: one parameter too many
+    return cube(x, n), 3.0 * x * x * t_x
+
+
+@njit
+def cube_rev(x, n, d_ret):
+    return 3.0 * x * x * d_ret           # not a tuple
+
+
+enzyme_py.register_derivative(cube, forward=cube_fwd, reverse=cube_rev)
+
+
+def sum_cubes(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += cube(x[i], 2)
+    return s
+
+
+def test_rule_signature_is_checked_for_the_argument_types():
+    fwd = enzyme_py.derive_diff(sum_cubes, "f_cubes", ("dup",), mode="forward")
+    with pytest.raises(enzyme_py.UnsupportedError, match=re.escape(
+            "the forward rule cube_fwd takes 4 parameters; for cube(float64, int64) it takes "
+            "3: (x, t_x, n)")):
+        fwd(np.ones(2), np.ones(2))
+    rev = enzyme_py.derive_diff(sum_cubes, "d_cubes", ("dup",))
+    with pytest.raises(enzyme_py.UnsupportedError, match=re.escape(
+            "the reverse rule cube_rev(float64, int64, float64) returns float64, expected "
+            "UniTuple(float64 x 1)")):
+        rev(np.ones(2), np.zeros(2))
+
+
+@njit
+def raising(x):
+    return x
+
+
+@njit
+def raising_rev(x, d_ret):
+    if d_ret > 1e300:
+        raise ValueError("too large")
+    return (d_ret,)
+
+
+enzyme_py.register_derivative(raising, reverse=raising_rev)
+
+
+def sum_raising(x):
+    return raising(x[0])
+
+
+def test_a_rule_that_may_raise_is_refused_and_a_missing_mode_too():
+    rev = enzyme_py.derive_diff(sum_raising, "d_raise", ("dup",))
+    with pytest.raises(enzyme_py.UnsupportedError,
+                       match=r"the reverse rule raising_rev\(float64, float64\) may raise"):
+        rev(np.ones(1), np.zeros(1))
+    fwd = enzyme_py.derive_diff(sum_raising, "f_raise", ("dup",), mode="forward")
+    with pytest.raises(enzyme_py.UnsupportedError,
+                       match=r"forward mode through raising, whose registered derivative has "
+                             r"no forward rule"):
+        fwd(np.ones(1), np.ones(1))
+
+
+# ----------------------------------------------------------------------------- register_rule
+
+llvm.load_library_permanently(ctypes.util.find_library("m"))
+# Scalar rules are global: they go into a copy of the registry for this module's tests only
+# (tests/unit/ir_passes/diff/rules checks every registered rule, and
+# tests/unit/enzyme_py/c/test_errors.py that j0 has none).
+_y0 = types.ExternalFunction("y0", types.float64(types.float64))
+_y1 = types.ExternalFunction("y1", types.float64(types.float64))
+_jn = types.ExternalFunction("jn", types.float64(types.int32, types.float64))
+_yn = types.ExternalFunction("yn", types.float64(types.int32, types.float64))
+
+
+@njit
+def _yn_rev(n, x, d_ret):               # yn' = (y_{n-1} - y_{n+1}) / 2
+    return (d_ret * 0.5 * (_yn(n - 1, x) - _yn(n + 1, x)),)
+
+
+@njit
+def _jn_fwd(n, x, t_x):                 # jn' = (j_{n-1} - j_{n+1}) / 2
+    return _jn(n, x), t_x * 0.5 * (_jn(n - 1, x) - _jn(n + 1, x))
+
+
+@pytest.fixture(scope="module")
+def external_rules():
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(registry, "_RULES", dict(registry._RULES))
+        enzyme_py.register_rule(                    # y1' = y0 - y1 / x
+            "y1", lambda m, args, res: [m.sub(m.call("y0", args[0]), m.div(res, args[0]))])
+        enzyme_py.inactive(_y0)
+        enzyme_py.register_derivative(_yn, reverse=_yn_rev)
+        enzyme_py.register_derivative(_jn, forward=_jn_fwd)
+        yield
+
+
+def bessel_rules(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += _yn(2, x[i]) * x[i] + _jn(2, x[i])
+    return s
+
+
+EXTERNAL = Kernel("bessel_rules", bessel_rules, lambda rng: (rng.uniform(0.5, 4.0, 5),))
+
+
+def test_register_derivative_of_external_functions(external_rules):
+    check_reverse(EXTERNAL)
+    check_forward(EXTERNAL)
+    check_inner_product(EXTERNAL)
+
+
+def bessel_sum(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += _y1(x[i]) * x[i]
+    return s
+
+
+BESSEL = Kernel("bessel_sum", bessel_sum, lambda rng: (rng.uniform(0.5, 4.0, 5),))
+
+
+def test_register_rule_against_finite_differences(external_rules):
+    check_reverse(BESSEL)
+    check_forward(BESSEL)
+    check_inner_product(BESSEL)
+
+
+def bessel_inactive(x):
+    return x[0] * _y0(x[0])
+
+
+def test_inactive_external_function(external_rules):
+    dx = np.zeros(1)
+    enzyme_py.derive_diff(bessel_inactive, "d_y0", ("dup",))(np.array([2.0]), dx)
+    import scipy.special
+    assert dx[0] == pytest.approx(scipy.special.y0(2.0))
+
+
+@pytest.mark.parametrize("symbol, why", [
+    ("numba_xgesv", r"^register_rule takes the partial derivatives of a scalar function; "
+                    r"'numba_xgesv' is not one: linear solve .*Functions of your own "
+                    r"taking arrays get a derivative with "),
+    ("_ZN8__main__6helperB2v1E", r"^'_ZN8__main__6helperB2v1E' is the Numba-compiled function "
+                                 r"__main__.helper: its body is differentiated directly, it "
+                                 r"needs no rule; to give it a derivative of your own, use "),
+    ("numba_xxdot", r"^register_rule takes the partial derivatives of a scalar function; "
+                    r"'numba_xxdot' is not one: a library function with its own derivative "
+                    r"\(use "),
+])
+def test_register_rule_refuses_what_is_not_a_scalar_function(symbol, why):
+    with pytest.raises(ValueError, match=why + re.escape(
+            "enzyme_py.register_derivative(f, forward=..., reverse=...)")):
+        enzyme_py.register_rule(symbol, lambda m, args, res: [None])
+
+
+def test_register_rule_twice_is_refused(external_rules):
+    with pytest.raises(ValueError, match=r"^a derivative rule for 'y1' is already registered$"):
+        enzyme_py.register_rule("y1", lambda m, args, res: [None])
+
+
+# ----------------------------------------------------------------------------- reverse mode
+
+
+def test_split_mode_keeps_the_arguments_for_the_rule():
+    x = np.linspace(-2.0, 2.0, 4)
+    dx_split, dx = np.zeros(4), np.zeros(4)
+    fwd, rev = enzyme_py.derive_diff(softplus_sum, "s_sp", ("dup", "active"), mode="split")
+    value, tape = fwd(x, dx_split, 0.7)
+    grads = rev(x, dx_split, 0.7, 1.0, tape)
+    expected = enzyme_py.derive_diff(softplus_sum, "d_sp", ("dup", "active"))(x, dx, 0.7)
+    assert value == pytest.approx(softplus_sum(x, 0.7))
+    assert grads == pytest.approx(expected) and np.allclose(dx_split, dx)
+
+
+def overwrites_after_the_call(x, w):
+    e = energy(x, w, 1.0, x.shape[0])
+    x[0] = 0.0
+    return e
+
+
+def test_array_changed_before_the_reverse_pass_is_refused():
+    d = enzyme_py.derive_diff(overwrites_after_the_call, "d_ow", ("dup", "dup"))
+    with pytest.raises(enzyme_py.UnsupportedError, match=r"call to energy \(registered "
+                       r"derivative\) with an array the function also writes \(array 'x' is "
+                       r"dup\)(.|\n)*fix: pass a copy of the array to energy"):
+        d(np.ones(3), np.zeros(3), np.ones(3), np.zeros(3))
+
+
+def test_zero_shadows_of_inactive_arrays_are_released(nrt_stats):
+    d = enzyme_py.derive_diff(const_weights, "d_cw", ("dup", "const"))
+    x, dx, w = np.ones(5), np.zeros(5), np.ones(5)
+    d(x, dx, w)
+    nrt_stats.start()
+    d(x, dx, w)
+    alloc, free, mi_alloc, mi_free = nrt_stats.delta()
+    assert alloc == free and mi_alloc == mi_free
