@@ -15,7 +15,6 @@ script exits 1 if one is wrong.
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 
 import numpy as np
@@ -26,25 +25,7 @@ from enzyme_py import derive_diff
 from ir_passes.vector_math import libmvec_variants, vector_calls
 
 from _timing import compare, fmt_time, machine_note, set_clock, table
-
-
-def sinsum(x):
-    s = 0.0
-    for i in range(x.shape[0]):
-        v = math.sin(x[i])
-        s += v * v * x[i]
-    return s
-
-
-def logsumexp(a):
-    m = a[0]
-    for i in range(1, a.shape[0]):
-        if a[i] > m:
-            m = a[i]
-    s = 0.0
-    for i in range(a.shape[0]):
-        s += math.exp(a[i] - m)
-    return m + math.log(s)
+from bench_kernels import logsumexp, sin2x as sinsum
 
 
 def sinsum_grad(x):
