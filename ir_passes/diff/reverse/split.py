@@ -118,11 +118,26 @@ def _layout(st: ReverseState, fwd_blocks: list[Block], rev_blocks: list[Block]) 
         if inst.opcode == "alloca" and used_in.get(id(inst), set()) >= {"fwd", "rev"}:
             size = size_of(inst.source_type)  # type: ignore[arg-type]
             layout.slots.append((inst, layout.place(inst.source_type), size))  # type: ignore
+    _refuse_stack_addresses(st, fwd_blocks, layout)
+    return layout
+
+
+def _refuse_stack_addresses(st: ReverseState, fwd_blocks: list[Block],
+                            layout: StateLayout) -> None:
+    """Addresses of F's stack frame must not reach R through the tape or a kept slot."""
     for frame in st.frames.values():
         for v, _ in frame:
             if v.type.is_pointer and _on_stack(v):
                 raise _refused(st, f"the address of a stack slot (%{v.name}) is taped")
-    return layout
+    kept = {id(slot) for slot, _, _ in layout.slots}
+    for block in fwd_blocks:
+        for inst in block.instructions:
+            if inst.opcode != "store" or id(pointer_base(inst.operands[1])) not in kept:
+                continue
+            v = inst.operands[0]
+            if v.type.is_pointer and _on_stack(v):
+                raise _refused(st, f"the address of a stack slot (%{v.name}) is kept for the "
+                               "reverse pass")
 
 
 def _used_values(inst: Instruction) -> list[Value]:
