@@ -174,33 +174,34 @@ class Specializer:
         if self.spec.split:
             return self._derive_split(primal_types)
         symbol = unique_symbol(derivative_symbol(self.spec.mode, self.name))
-        target = numba_target(self.primal, self.spec, primal_types, symbol)
-        check_differentiates_something(self.spec, target.facts.capture, target.spec.ret,
-                                       self.primal.py_func.__name__)
-        stages = Stages(target, self.vector_math)
-        text = stages.module_text              # synthesized and verified here, once
-        self.stages[primal_types] = stages
-        return Built(text, symbol, target.facts.restype,
-                     (target.facts.capture.library, *rule_libraries(text)))
+        target, text, linked = self._synthesize(primal_types, symbol)
+        return Built(text, symbol, target.facts.restype, linked)
 
     def _derive_split(self, primal_types: tuple) -> SplitBuilt:
         ident = next(_split_ids)
         names = (unique_symbol(f"augmented_{self.name}"),
                  unique_symbol(derivative_symbol("reverse", self.name)))
-        target = numba_target(self.primal, self.spec, primal_types, names[1])
-        check_differentiates_something(self.spec, target.facts.capture, target.spec.ret,
-                                       self.primal.py_func.__name__)
-        target = dataclasses.replace(target, spec=dataclasses.replace(
-            target.spec, split=SplitSpec(names[0], names[1], ident)))
-        stages = Stages(target, self.vector_math)
-        text = stages.module_text
-        self.stages[primal_types] = stages
-        linked = (target.facts.capture.library, *rule_libraries(text))
+        target, text, linked = self._synthesize(primal_types, names[1],
+                                                SplitSpec(names[0], names[1], ident))
         library = compile_library(text, self.name, linked)
         value = target.facts.capture.restype
         fwd_type = STATE if value == types.none else types.Tuple((value, STATE))
         return SplitBuilt(Built(text, names[0], fwd_type, linked, library),
                           Built(text, names[1], target.facts.restype, linked, library), ident)
+
+    def _synthesize(self, primal_types: tuple, symbol: str, split: SplitSpec | None = None):
+        """The target, the verified derivative module text (kept for `inspect`) and the
+        libraries it links against."""
+        target = numba_target(self.primal, self.spec, primal_types, symbol)
+        check_differentiates_something(self.spec, target.facts.capture, target.spec.ret,
+                                       self.primal.py_func.__name__)
+        if split is not None:
+            target = dataclasses.replace(target, spec=dataclasses.replace(target.spec,
+                                                                          split=split))
+        stages = Stages(target, self.vector_math)
+        text = stages.module_text              # synthesized and verified here, once
+        self.stages[primal_types] = stages
+        return target, text, (target.facts.capture.library, *rule_libraries(text))
 
     def forward_half_source(self, argtypes: tuple) -> str:
         """Split mode, `fwd`: the checks of reverse mode, then `(value, tape)`."""
