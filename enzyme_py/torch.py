@@ -68,55 +68,39 @@ def function(f):
 
 def _vjp_function(host: HostDerivatives):
     """(n, tuple_result, *args, *cotangents) -> the cotangents of the args, computed by the
-    reverse derivative. A Function of its own so that PyTorch's transforms (torch.func)
-    hand it plain tensors."""
-
-    class EnzymeVJP(torch.autograd.Function):
-        @staticmethod
-        def forward(n, tuple_result, *rest):
-            args, cot = rest[:n], tuple(_host_args(rest[n:]))
-            grads = host.vjp(_host_args(args), cot if tuple_result else cot[0])
-            return tuple(None if g is None or not isinstance(a, torch.Tensor)
-                         else torch.as_tensor(np.asarray(g), dtype=a.dtype, device=a.device)
-                         for g, a in zip(grads, args))
-
-        @staticmethod
-        def setup_context(ctx, inputs, output):
-            pass
-
-        @staticmethod
-        def backward(ctx, *_):
-            raise _second_order()
-
-        vmap = _sequential_vmap(lambda *a: EnzymeVJP.apply(*a))
-
-    return lambda *a: EnzymeVJP.apply(*a)
+    reverse derivative."""
+    def vjp(n, tuple_result, *rest):
+        args, cot = rest[:n], tuple(_host_args(rest[n:]))
+        grads = host.vjp(_host_args(args), cot if tuple_result else cot[0])
+        return tuple(None if g is None or not isinstance(a, torch.Tensor)
+                     else torch.as_tensor(np.asarray(g), dtype=a.dtype, device=a.device)
+                     for g, a in zip(grads, args))
+    return _host_function("EnzymeVJP", vjp)
 
 
 def _jvp_function(host: HostDerivatives):
     """(n, *args, *tangents) -> the tangent of the result, by the forward derivative."""
+    def jvp(n, *rest):
+        args, tangents = rest[:n], rest[n:]
+        host_t = tuple(np.zeros(np.shape(a)) if t is None else t
+                       for a, t in zip(args, _host_args(tangents)))
+        _, tangent = host.jvp(_host_args(args), host_t)
+        return _to_torch(tangent, next((a for a in args if isinstance(a, torch.Tensor)), None))
+    return _host_function("EnzymeJVP", jvp)
 
-    class EnzymeJVP(torch.autograd.Function):
-        @staticmethod
-        def forward(n, *rest):
-            args, tangents = rest[:n], rest[n:]
-            host_t = tuple(np.zeros(np.shape(a)) if t is None else t
-                           for a, t in zip(args, _host_args(tangents)))
-            _, tangent = host.jvp(_host_args(args), host_t)
-            return _to_torch(tangent, next((a for a in args if isinstance(a, torch.Tensor)),
-                                           None))
 
-        @staticmethod
-        def setup_context(ctx, inputs, output):
-            pass
+def _host_function(name: str, compute):
+    """`compute` as a Function of its own, so that PyTorch's transforms (torch.func) hand it
+    plain tensors; it is not differentiable again."""
+    def backward(ctx, *_):
+        raise _second_order()
 
-        @staticmethod
-        def backward(ctx, *_):
-            raise _second_order()
-
-        vmap = _sequential_vmap(lambda *a: EnzymeJVP.apply(*a))
-
-    return lambda *a: EnzymeJVP.apply(*a)
+    cls = type(name, (torch.autograd.Function,), {
+        "forward": staticmethod(compute),
+        "setup_context": staticmethod(lambda ctx, inputs, output: None),
+        "backward": staticmethod(backward)})
+    cls.vmap = _sequential_vmap(lambda *a: cls.apply(*a))
+    return lambda *a: cls.apply(*a)
 
 
 def _sequential_vmap(apply):
