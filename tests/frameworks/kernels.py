@@ -31,19 +31,3 @@ def softmax_np(z, xp=np):
 def scaled_pair(x, k):
     """A tuple (array, float) from an array and a float scalar."""
     return x * k, np.sum(x * x)
-
-
-def central_differences(fn, args, index, eps=1e-6):
-    """d fn / d args[index] (fn returns a float), by central differences."""
-    x = np.array(args[index], dtype=np.float64)
-    grad = np.zeros_like(x)
-    for j in np.ndindex(x.shape):
-        hi, lo = x.copy(), x.copy()
-        hi[j] += eps
-        lo[j] -= eps
-        a_hi = list(args)
-        a_hi[index] = hi
-        a_lo = list(args)
-        a_lo[index] = lo
-        grad[j] = (fn(*a_hi) - fn(*a_lo)) / (2 * eps)
-    return grad
