@@ -27,6 +27,7 @@ from typing import Any, Mapping
 
 from .analysis.activity import ActivityInfo, analyze_activity, print_activity
 from .canonicalize import optimize
+from .diff.callees import not_inlined_callees
 from .diff.driver import differentiate
 from .diff.reverse.tape_report import TapeReport, print_tape, tape_report, taped_slots
 from .diff.seeds import activity_seeds
@@ -110,7 +111,8 @@ class Stages:
 
     @functools.cached_property
     def activity(self) -> ActivityInfo:
-        return analyze_activity(self.primal, *activity_seeds(self.primal, self.spec))
+        return analyze_activity(self.primal, *activity_seeds(self.primal, self.spec),
+                                not_inlined_callees(self.module))
 
     def activity_text(self) -> str:
         return (print_activity(self.primal, self.activity).rstrip("\n") + "\n"

@@ -61,6 +61,7 @@ from .custom_calls import opaque_symbols
 from .link import llvm_abi
 from .recompile import Unrecoverable, recompile
 from .runtime import annotate_runtime
+from .unresolved import resolve, unresolved_symbols
 
 __all__ = ["LOC_METADATA", "CapturedFunction", "ParamLayout", "capture"]
 
@@ -74,10 +75,15 @@ _original_add_llvm_module = nb_codegen.CPUCodeLibrary.add_llvm_module
 _WRAPPERS = ("_ZN7cpython", "cfunc.")   # Numba's Python and C entry points
 
 
+_definers: dict[str, weakref.ref] = {}    # symbol -> the library whose raw IR defines it
+
+
 def _recording_add_llvm_module(self, ll_module):
-    if not all(fn.name.startswith(_WRAPPERS) for fn in ll_module.functions
-               if not fn.is_declaration):
+    defined = [fn.name for fn in ll_module.functions if not fn.is_declaration]
+    if not all(name.startswith(_WRAPPERS) for name in defined):
         _raw_modules.setdefault(self, []).append(zlib.compress(str(ll_module).encode(), 1))
+        for name in defined:
+            _definers[name] = weakref.ref(self)
     return _original_add_llvm_module(self, ll_module)
 
 
@@ -266,9 +272,8 @@ def _capture(dispatcher: Dispatcher, argtypes: tuple) -> CapturedFunction:
 def _canonical_module(library, name: str) -> tuple[llvm.ModuleRef, str]:
     """The canonical module of function ``name`` of ``library``, and the raw text defining it."""
     module, raw_text = _link_raw(library, name)
-    kept = _inline_callees(module, name, opaque_symbols())
+    _inline_callees(module, name, opaque_symbols())
     canonicalize_module(module)
-    _refuse_recursion(module, name, kept)
     run_module_passes(module, ("global_dead_code_eliminate", "strip_dead_prototype"))
     return module, raw_text
 
@@ -299,14 +304,38 @@ def _raw_libraries(root) -> list[tuple[list[str], dict[str, str]]]:
 
 
 def _link_raw(root_library, primal: str) -> tuple[llvm.ModuleRef, str]:
-    """One module of the raw IR of ``root_library`` and the libraries it links, and the raw
-    text of the module defining ``primal``.
+    """One module of the raw IR of ``root_library`` and the libraries it links (and those
+    defining what recursion left unresolved, see ``unresolved``), and the raw text of the
+    module defining ``primal``."""
+    linked, primal_text = _link_libraries(_raw_libraries(root_library), primal, None, None)
+    seen = {id(root_library)}
+    while True:
+        defined = {fn.name for fn in linked.functions if not fn.is_declaration}
+        missing = unresolved_symbols(linked) - defined
+        libraries = [lib for lib in map(_definer, missing)
+                     if lib is not None and id(lib) not in seen]
+        if not libraries:
+            return resolve(linked), primal_text
+        seen.update(map(id, libraries))
+        for library in libraries:     # `missing` stay external: nothing calls them directly
+            linked, primal_text = _link_libraries(_raw_libraries(library), primal, linked,
+                                                  primal_text, missing)
 
-    Every definition except the primal becomes ``linkonce_odr``: duplicates merge, and what is
-    unreferenced once callees are inlined (their bodies, environment globals) is discardable.
+
+def _definer(symbol: str):
+    """The library whose recorded raw IR defines ``symbol``, if it is still alive."""
+    ref = _definers.get(symbol)
+    return None if ref is None else ref()
+
+
+def _link_libraries(libraries, primal: str, linked, primal_text, kept=frozenset()):
+    """Link the raw modules of ``libraries`` into ``linked`` (None: a new module).
+
+    Every definition except the primal and those ``kept`` becomes ``linkonce_odr``:
+    duplicates merge, and what is unreferenced once callees are inlined (their bodies,
+    environment globals) is discardable.
     """
-    linked, primal_text = None, None
-    for texts, renames in _raw_libraries(root_library):
+    for texts, renames in libraries:
         for text in texts:
             module = llvm.parse_assembly(annotate_runtime(text))
             for value in (*module.functions, *module.global_variables):
@@ -316,7 +345,7 @@ def _link_raw(root_library, primal: str) -> tuple[llvm.ModuleRef, str]:
                     value.name = renames[value.name]
                 if value.name == primal:
                     primal_text = text
-                elif value.linkage in (llvm.Linkage.external, llvm.Linkage.common):
+                elif value.name not in kept and value.linkage in (llvm.Linkage.external, llvm.Linkage.common):
                     value.linkage = "linkonce_odr"
             if linked is None:
                 linked = module
@@ -325,12 +354,11 @@ def _link_raw(root_library, primal: str) -> tuple[llvm.ModuleRef, str]:
     return linked, primal_text
 
 
-def _inline_callees(module: llvm.ModuleRef, primal: str, opaque: set[str]) -> set[str]:
-    """Inline every callee into the primal, except functions with user rules (`opaque`);
-    return the functions marked noinline and those (they stay calls, which the pass judges
-    like any call). Functions left over are made internal: called noinline functions,
-    recursive ones (refused by `_refuse_recursion`), or ones only referenced by address
-    (exception-argument unwrappers, container destructors)."""
+def _inline_callees(module: llvm.ModuleRef, primal: str, opaque: set[str]) -> None:
+    """Inline every callee into the primal, except functions with user rules (`opaque`)
+    and those marked noinline. Functions left over are made internal: noinline ones,
+    recursive ones (the pass differentiates both as functions of their own), and ones only
+    referenced by address (exception-argument unwrappers, container destructors)."""
     never_inline = {fn.name for fn in module.functions
                     if fn.name in opaque or any(b"noinline" in a for a in fn.attributes)}
     for fn in module.functions:
@@ -340,26 +368,6 @@ def _inline_callees(module: llvm.ModuleRef, primal: str, opaque: set[str]) -> se
     for fn in module.functions:
         if not fn.is_declaration and fn.name != primal:
             fn.linkage = "internal"
-    return never_inline
-
-
-def _refuse_recursion(module: llvm.ModuleRef, primal: str, never_inline: set[str]) -> None:
-    """A callee still called after inlining (and not noinline) is recursive. Checked on the
-    canonical primal: walking the inlined, unsimplified body through llvmlite takes seconds."""
-    leftover = {fn.name for fn in module.functions
-                if not fn.is_declaration and fn.name != primal and fn.name not in never_inline}
-    if not leftover:
-        return
-    called = leftover & _called_functions(module.get_function(primal))
-    if called:
-        raise UnsupportedError(
-            f"call to {sorted(called)[0]} cannot be inlined (recursive?)", function=primal,
-            hint="avoid recursion in functions to differentiate")
-
-
-def _called_functions(fn: llvm.ValueRef) -> set[str]:
-    return {list(inst.operands)[-1].name for block in fn.blocks for inst in block.instructions
-            if inst.opcode == "call"}
 
 
 _MD_NODE = re.compile(r"^!(\d+) = (?:distinct )?!(\w+)\((.*)\)$", re.M)

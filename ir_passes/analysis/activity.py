@@ -13,6 +13,7 @@ code. The result is immutable and printable (`print_activity`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Collection
 
 from ..ir.printer import print_function
 from ..ir.types import ArrayType, FloatType, IntType, StructType, Type, VectorType
@@ -55,11 +56,14 @@ class ActivityInfo:
         return v in self.shadowed
 
 
-def analyze_activity(fn: Function, varied_args: set[Argument],
-                     shadowed_args: set[Argument]) -> ActivityInfo:
+def analyze_activity(fn: Function, varied_args: set[Argument], shadowed_args: set[Argument],
+                     callees: Collection[str] = ()) -> ActivityInfo:
+    """`callees`: the functions defined beside `fn` that it calls without inlining them
+    (their derivatives are their own functions): such a call handed an active value may store
+    active values into every function-local float memory it is handed."""
     varied: set[Value] = set(varied_args)
     shadowed: set[Value] = set(shadowed_args)
-    stores = PointerStores(fn)
+    stores = PointerStores(fn, callees)
     changed = True
     while changed:
         changed = False
@@ -71,7 +75,7 @@ def analyze_activity(fn: Function, varied_args: set[Argument],
             elif inst not in varied and _is_varied(inst, varied, shadowed):
                 varied.add(inst)
                 changed = True
-            for base in _local_memory_receiving(inst, varied, shadowed) \
+            for base in _local_memory_receiving(inst, varied, shadowed, callees) \
                     + _local_memory_merged(inst, shadowed):
                 if base not in shadowed:
                     shadowed.add(base)
@@ -104,9 +108,14 @@ def _is_varied(inst: Instruction, varied: set[Value], shadowed: set[Value]) -> b
     return any(op in varied for op in ops)
 
 
-def _local_memory_receiving(inst: Instruction, varied: set[Value],
-                            shadowed: set[Value]) -> list[Instruction]:
+def _local_memory_receiving(inst: Instruction, varied: set[Value], shadowed: set[Value],
+                            callees: Collection[str] = ()) -> list[Instruction]:
     """Function-local memory (allocas, NRT allocations) that `inst` fills with active data."""
+    if inst.opcode == "call" and inst.callee_name in callees:
+        if not any(op in varied or op in shadowed for op in inst.operands):
+            return []
+        bases = (local_memory_base(op) for op in inst.operands if op.type.is_pointer)
+        return [base for base in bases if base is not None and _may_hold_floats(base)]
     if inst.opcode == "store":
         value, ptr = inst.operands
         active = value in varied
@@ -133,6 +142,11 @@ def _local_memory_merged(inst: Instruction, shadowed: set[Value]) -> list[Instru
 def _flow(inst: Instruction) -> Flow | None:
     record = call_record(inst)
     return record.flow if record is not None else None
+
+
+def _may_hold_floats(base: Instruction) -> bool:
+    """Whether local memory may hold floats: a stack slot of a float type, or any heap memory."""
+    return base.opcode != "alloca" or carries_float(base.source_type)  # type: ignore[arg-type]
 
 
 def local_memory_base(ptr: Value) -> Instruction | None:

@@ -13,6 +13,8 @@ an unknown offset, and memory handed to a call that may copy pointers are tracke
 """
 from __future__ import annotations
 
+from typing import Collection
+
 from ..ir.types import ArrayType, StructType, Type, VectorType, align_of, size_of
 from ..ir.values import ConstInt, Function, Instruction, Value
 from ..known.memory import pointer_base
@@ -26,17 +28,18 @@ def is_pointer_like(t: Type) -> bool:
 class PointerStores:
     """Where pointers into shadowed memory may have been stored (grown to a fixpoint)."""
 
-    def __init__(self, fn: Function) -> None:
+    def __init__(self, fn: Function, callees: Collection[str] = ()) -> None:
         self._fields: set[tuple[Value, int | None]] = set()   # (local memory, offset)
         self._anywhere = False      # some pointer went to memory tracked only coarsely
         self._escaped = _escaped_memory(fn)
+        self._callees = callees     # not inlined: their own derivatives follow their pointers
 
     def record(self, inst: Instruction, shadowed: set[Value]) -> bool:
         """Note what `inst` stores or copies; True when something new may hold a pointer."""
         if inst.opcode == "store":
             value, ptr = inst.operands
             return is_pointer_like(value.type) and value in shadowed and self._mark(ptr)
-        if inst.opcode != "call":
+        if inst.opcode != "call" or inst.callee_name in self._callees:
             return False
         record = call_record(inst)
         source = _raw_copy_source(record)

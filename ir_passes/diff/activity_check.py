@@ -86,7 +86,8 @@ def spec_param_types(fn: Function, spec: DiffSpec) -> list[ParamType]:
                                  f"array of {p.dtype}" if p.dtype is not None else ""))
             continue
         types = [str(fn.args[i].type) for i in p.args]
-        kind = ParamKind.FLOAT if len(p.args) == 1 and isinstance(
-            fn.args[p.args[0]].type, FloatType) else ParamKind.OTHER
+        single = fn.args[p.args[0]].type if len(p.args) == 1 else None
+        kind = ParamKind.FLOAT if isinstance(single, FloatType) else \
+            ParamKind.ARRAY if single is not None and single.is_pointer else ParamKind.OTHER
         out.append(ParamType(p.name, kind, ", ".join(types)))
     return out

@@ -32,12 +32,14 @@ from .allocations import meminfo_merges, shadowed_allocations
 from .common import (check_pointer_to_int, check_reinterpretation, check_store,
                      describe_memory, fast_math_of, mixed_memory_error,
                      refuse_known_problem_calls, rule_for, scale, unknown_shadow_pointer)
+from .callees import called_definition, hidden_shadows, not_inlined_callees
+from .forward_calls import forward_call, touches_derivatives
 from .forward_returns import complete_tangent
 from .lanes import gather, lane_pointers, vector_of
 from .lanes import lane as lane_of
 from .returns import pack_results, release_arrays, return_slot
 from .rules.emitter import MathEmitter
-from .seeds import activity_seeds
+from .seeds import activity_seeds, is_raw_pointer
 from .shadows import (allocate_shadow, call_shadow, derived_shadow, free_raw, mirror_refcount)
 from .signature import build_signature, lane_stride
 from .spec import Activity, DiffSpec
@@ -70,10 +72,14 @@ class _Forward:
     # ------------------------------------------------------------ driver
     def run(self) -> Function:
         varied, shadowed = self._seeds()
-        self.info: ActivityInfo = analyze_activity(self.primal, varied, shadowed)
+        callees = not_inlined_callees(self.module)
+        self.info: ActivityInfo = analyze_activity(self.primal, varied, shadowed, callees)
         self.retptr = self.primal.args[self.spec.retptr]
         self.untracked_arrays = False
         refuse_known_problem_calls(self.diag, self.primal, self.info)
+        hidden_shadows(self.diag, self.primal, self.info, [
+            i for i in self.primal.instructions() if i.opcode == "call"
+            and i.callee_name in callees and touches_derivatives(self, i)], callees)
         self.allocs = shadowed_allocations(self.primal, self.info, self.diag, self.retptr)
         self.merged_meminfos = set(meminfo_merges(self.primal, self.allocs))
         self.meminfo_shadows: dict[Value, Value] = {}
@@ -114,7 +120,8 @@ class _Forward:
                 for i in (MEMINFO, PARENT):
                     self.meminfo_shadows[self.primal.args[p.args[i]]] = sargs[i]
             if k == 1:
-                target = self.shadows if p.is_array else self.tangents
+                target = self.shadows if p.is_array or is_raw_pointer(self.primal, p) \
+                    else self.tangents
                 key = self.primal.args[p.data_arg if p.is_array else p.args[0]]
                 target[key] = sargs[DATA] if p.is_array else sargs[0]
             elif p.is_array:
@@ -145,6 +152,8 @@ class _Forward:
             return self._phi(inst)
         if inst.opcode == "ret":
             return self._return(inst)
+        if inst.opcode == "call" and (callee := called_definition(self.module, inst)):
+            return forward_call(self, inst, callee, _Forward)
         clone = self.b.insert(clone_instruction(inst, self._map, self.blocks.__getitem__))
         self.vmap[inst] = clone
         if inst in self.allocs:
@@ -256,6 +265,10 @@ class _Forward:
         if self.width == 1:
             return data
         return lane_pointers(self.b, data, self.alloc_sizes[meminfo], self.width)
+
+    def shadow_of(self, ptr: Value, user: Instruction) -> Value:
+        """The shadow of pointer `ptr`, which `user` needs."""
+        return self._shadow_of(ptr, user)
 
     def _shadow_of(self, ptr: Value, user: Instruction) -> Value:
         s = self.shadows.get(ptr)

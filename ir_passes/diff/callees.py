@@ -1,0 +1,132 @@
+"""Calls that stay calls: callees defined beside the primal that were not inlined.
+
+A front end inlines its callees, except those it cannot or should not inline (recursive
+functions, `noinline` ones); those stay defined in the module, in the primal's calling
+convention (`i32 @g(ptr retptr, ptr excinfo, args...)`). Such a call, when handed active
+values, gets the callee's own derivative, synthesized once per (callee, mode, activities) and
+memoised per module, so a recursive callee's derivative calls itself.
+
+The callee's activities follow from the caller's activity analysis: a float argument is
+differentiated when it is varied, a pointer argument (an array's data, the return slot) when
+it addresses shadowed memory; the return value is differentiated when the caller's return
+slot for it is shadowed. Everything else is const.
+"""
+from __future__ import annotations
+
+import dataclasses
+import weakref
+from typing import Callable
+
+from ..analysis.activity import ActivityInfo, carries_float
+from ..analysis.pointer_stores import PointerStores
+from ..diagnostics import Diagnostics
+from ..ir.types import I32, PTR, ArrayType, FloatType, Type
+from ..ir.values import Function, Instruction, Module
+from ..known.model import known_call
+from .returns import find_return_type
+from .spec import Activity, DiffSpec, ParamSpec
+
+__all__ = ["called_definition", "callee_spec", "hidden_shadows", "memoised",
+           "not_inlined_callees"]
+
+_HINT = "rewrite the callee so that it can be inlined (no recursion, no noinline)"
+
+
+def not_inlined_callees(module: Module) -> frozenset[str]:
+    """The functions defined in `module` without a known-call record (a recursive primal
+    calls itself)."""
+    return frozenset(name for name, fn in module.functions.items()
+                     if not fn.is_declaration and known_call(name) is None)
+
+
+def called_definition(module: Module, inst: Instruction) -> Function | None:
+    """The function defined in `module` that call `inst` calls (None: anything else)."""
+    fn = module.functions.get(inst.callee_name or "")
+    if fn is None or fn.is_declaration or known_call(fn.name) is not None:
+        return None
+    return fn
+
+
+def callee_spec(diag: Diagnostics, inst: Instruction, callee: Function, mode: str,
+                info: ActivityInfo) -> DiffSpec:
+    """The derivative of `callee` the call `inst` needs, named later by `memoised`."""
+    _check_convention(diag, inst, callee)
+    differentiated = Activity.ACTIVE if mode == "reverse" else Activity.DUP
+    params = []
+    for i in range(2, len(callee.args)):
+        op = inst.operands[i]
+        if op.type.is_pointer:
+            act = Activity.DUP if op in info.shadowed else Activity.CONST
+        elif op in info.varied and not isinstance(op.type, FloatType):
+            raise diag.unsupported(f"call to @{callee.name}, which is not inlined, with an "
+                                   f"active argument of type {op.type}", inst, _HINT)
+        else:
+            act = differentiated if op in info.varied else Activity.CONST
+        params.append(ParamSpec(callee.args[i].name or f"arg{i}", act, (i,)))
+    slot = find_return_type(callee, 0)
+    returned = inst.operands[0] in info.shadowed and carries_float(slot)
+    if returned and not isinstance(slot, FloatType):
+        raise diag.unsupported(f"call to @{callee.name}, which is not inlined, returning "
+                               f"active values of type {slot} (only a float is supported)",
+                               inst, _HINT)
+    ret = differentiated if returned else Activity.CONST
+    return DiffSpec(primal=callee.name or "", name="", mode=mode, params=tuple(params),
+                    ret=ret, ret_type=_result_type(slot, returned, mode), ret_slot=slot)
+
+
+def _result_type(slot: Type, returned: bool, mode: str) -> Type | None:
+    if mode == "forward" and returned:
+        return ArrayType(2, slot)
+    return slot if slot != PTR else None
+
+
+def _check_convention(diag: Diagnostics, inst: Instruction, callee: Function) -> None:
+    args = callee.args
+    if callee.ftype.ret != I32 or len(args) < 2 or not all(a.type.is_pointer for a in args[:2]):
+        raise diag.unsupported(f"call to @{callee.name}, which is not inlined and does not "
+                               "use the calling convention i32 (ptr retptr, ptr excinfo, ...)",
+                               inst, _HINT)
+
+
+def hidden_shadows(diag: Diagnostics, fn: Function, info: ActivityInfo,
+                   calls: list[Instruction], callees: frozenset[str]) -> None:
+    """Refuse a call (of `calls`) handed memory that may hold an address of shadowed memory
+    (stored there by the caller): the callee would reach that memory without its shadow."""
+    if not calls:
+        return
+    stores = PointerStores(fn, callees)
+    shadowed = set(info.shadowed)
+    changed = True
+    while changed:
+        changed = False
+        for inst in fn.instructions():
+            changed |= stores.record(inst, shadowed)
+    for inst in calls:
+        if any(op.type.is_pointer and stores.may_hold(op) for op in inst.operands):
+            raise diag.unsupported(f"call to @{inst.callee_name}, which is not inlined, "
+                                   "handed memory holding the address of an active array",
+                                   inst, "pass the array itself as an argument")
+
+
+_memo: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+Make = Callable[[DiffSpec], tuple[Function, Callable[[], None]]]
+
+
+def memoised(module: Module, spec: DiffSpec, make: Make) -> Function:
+    """The derivative `spec` describes, made once per module by `make` (which returns the
+    new function, with its signature, and a thunk synthesizing its body). The function is
+    memoised before its body is synthesized, so a recursive callee calls itself."""
+    per_module = _memo.setdefault(module, {})
+    key = (spec.primal, spec.mode, tuple(p.activity for p in spec.params), spec.ret)
+    found = per_module.get(key)
+    if found is not None:
+        return found
+    prefix = "fwddiffe_" if spec.mode == "forward" else "diffe_"
+    named = dataclasses.replace(spec, name=f"{prefix}{spec.primal}.{len(per_module)}")
+    fn, synthesize = make(named)
+    fn.linkage = "internal"
+    per_module[key] = fn
+    synthesize()
+    return fn
+
