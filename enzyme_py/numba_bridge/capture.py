@@ -82,8 +82,10 @@ def _recording_add_llvm_module(self, ll_module):
     defined = [fn.name for fn in ll_module.functions if not fn.is_declaration]
     if not all(name.startswith(_WRAPPERS) for name in defined):
         _raw_modules.setdefault(self, []).append(zlib.compress(str(ll_module).encode(), 1))
-        for name in defined:
-            _definers[name] = weakref.ref(self)
+        for fn in ll_module.functions:     # the first, external definition (not a copy)
+            if not fn.is_declaration and not str(fn.linkage).endswith(("internal", "private")) \
+                    and _definer(fn.name) is None:
+                _definers[fn.name] = weakref.ref(self)
     return _original_add_llvm_module(self, ll_module)
 
 

@@ -21,13 +21,14 @@ from ..analysis.activity import ActivityInfo, carries_float
 from ..analysis.pointer_stores import PointerStores
 from ..diagnostics import Diagnostics
 from ..ir.types import I32, PTR, ArrayType, FloatType, Type
-from ..ir.values import Function, Instruction, Module
-from ..known.model import known_call
+from ..ir.values import Argument, Function, GlobalRef, Instruction, Module, Value
+from ..known.memory import pointer_base
+from ..known.model import is_local_allocation, known_call, written_arguments
 from .returns import find_return_type
 from .spec import Activity, DiffSpec, ParamSpec
 
 __all__ = ["called_definition", "callee_spec", "hidden_shadows", "memoised",
-           "not_inlined_callees"]
+           "not_inlined_callees", "written_parameters", "written_targets"]
 
 _HINT = "rewrite the callee so that it can be inlined (no recursion, no noinline)"
 
@@ -130,3 +131,46 @@ def memoised(module: Module, spec: DiffSpec, make: Make) -> Function:
     synthesize()
     return fn
 
+
+
+_written: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def written_parameters(module: Module) -> dict[str, frozenset[int]]:
+    """Per function defined in `module`, the indices of the pointer parameters it may write
+    through, itself or in the callees it hands them to (a fixpoint over the call graph). A
+    write to memory of unknown origin counts as a write through every pointer parameter."""
+    found = _written.get(module)
+    if found is not None:
+        return found
+    defined = {n: f for n, f in module.functions.items() if not f.is_declaration}
+    written: dict[str, set[int]] = {n: set() for n in defined}
+    changed = True
+    while changed:
+        changed = False
+        for name, fn in defined.items():
+            before = len(written[name])
+            for inst in fn.instructions():
+                for target in written_targets(inst, written):
+                    written[name] |= _parameters_behind(fn, pointer_base(target))
+            changed |= len(written[name]) != before
+    found = _written[module] = {n: frozenset(w) for n, w in written.items()}
+    return found
+
+
+def written_targets(inst: Instruction, written: dict) -> list[Value]:
+    """The pointers `inst` may write through; `written`: `written_parameters` of callees."""
+    if inst.opcode == "store":
+        return [inst.operands[1]]
+    if inst.opcode == "call" and inst.callee_name in written:
+        return [inst.operands[i] for i in written[inst.callee_name]]
+    return written_arguments(inst) if inst.opcode == "call" else []
+
+
+def _parameters_behind(fn: Function, base: Value) -> set[int]:
+    if isinstance(base, Argument):
+        return {base.index}
+    if isinstance(base, GlobalRef) or is_local_allocation(base) or \
+            isinstance(base, Instruction) and base.opcode == "alloca":
+        return set()
+    return {a.index for a in fn.args if a.type.is_pointer}

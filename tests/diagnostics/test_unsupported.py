@@ -70,17 +70,6 @@ def parallel_sum(a):
     return s
 
 
-@numba.njit
-def _power(x, n):
-    if n <= 0:
-        return 1.0
-    return x * _power(x, n - 1)
-
-
-def recursive(x, n):
-    return _power(x, n)
-
-
 def with_list(a):
     values = [a[0] * 2.0, a[1]]  # diag:list
     return values[0] + values[1]
@@ -137,8 +126,6 @@ CASES = [
     Case("parallel", parallel_sum, ("dup",), lambda: (np.ones(3),),
          ("parallel_sum is compiled with parallel=True",), hint=("serial",),
          instruction=False, jit=dict(parallel=True)),
-    Case("recursion", recursive, ("active", "const"), lambda: (1.5, 3),
-         ("_power", "cannot be inlined"), hint=("recursion",), instruction=False),
 ]
 BY_NAME = {c.name: c for c in CASES}
 

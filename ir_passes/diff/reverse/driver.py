@@ -50,7 +50,8 @@ def synthesize_reverse(module: Module, spec: DiffSpec,
     st = ReverseState(module, spec, observe or (lambda event: None))
     forward = AugmentedForward(st)
     avail = Availability(st)
-    control = ReverseControl(st, avail, Adjoints(st, avail))
+    adjoints = Adjoints(st, avail, lambda callee: synthesize_reverse(module, callee))
+    control = ReverseControl(st, avail, adjoints)
     for block in st.order:
         forward.block(block)
     forward.fill_phis()

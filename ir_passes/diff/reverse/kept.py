@@ -7,6 +7,8 @@ reference after the call (the primal may release it before the reverse runs), wh
 call's reverse drops."""
 from __future__ import annotations
 
+from typing import Callable
+
 from ...ir.builder import declare
 from ...ir.types import PTR, VOID
 from ...ir.values import Argument, GlobalRef, Instruction, Value
@@ -41,9 +43,11 @@ def _owner(p: Value, seen: set[int]) -> tuple[Value, list[Instruction]] | None:
     return None
 
 
-def written_after(call: Instruction, leaves: list[Value]) -> bool:
+def written_after(call: Instruction, leaves: list[Value],
+                  targets: Callable[[Instruction], list[Value]] | None = None) -> bool:
     """Whether the memory of `leaves` (allocation calls, or an argument) may be written after
-    `call` (before the allocation runs again, for a single one: then it is a new array)."""
+    `call` (before the allocation runs again, for a single one: then it is a new array).
+    `targets`: the pointers a call writes through (default: what its record says)."""
     block = call.block
     assert block is not None
     work = [(block, block.instructions.index(call) + 1)]
@@ -53,7 +57,7 @@ def written_after(call: Instruction, leaves: list[Value]) -> bool:
         for inst in blk.instructions[start:]:
             if len(leaves) == 1 and inst is leaves[0]:
                 break
-            if _may_write(inst, leaves):
+            if _may_write(inst, leaves, targets or written_arguments):
                 return True
         else:
             for succ in blk.successors():
@@ -63,11 +67,12 @@ def written_after(call: Instruction, leaves: list[Value]) -> bool:
     return False
 
 
-def _may_write(inst: Instruction, leaves: list[Value]) -> bool:
+def _may_write(inst: Instruction, leaves: list[Value],
+               call_targets: Callable[[Instruction], list[Value]]) -> bool:
     if inst.opcode == "store":
         targets = [inst.operands[1]]
     elif inst.opcode == "call":
-        targets = written_arguments(inst)
+        targets = call_targets(inst)
     else:
         return False
     for target in targets:

@@ -14,10 +14,11 @@ from ...ir.types import I64, Type
 from ...ir.values import Block, Function, Instruction, Module, Value, const_int, zero
 from ...known.array_layout import DATA
 from ..allocations import shadowed_allocations
+from ..callees import not_inlined_callees
 from ..common import refuse_known_problem_calls
 from ..returns import is_exceptional_return, return_slot
 from ..rules.emitter import MathEmitter
-from ..seeds import activity_seeds, known_element_types
+from ..seeds import activity_seeds, is_raw_pointer, known_element_types
 from ..signature import build_signature
 from ..spec import Activity, DiffSpec
 from .plan import InductionVariable, ReversePlan
@@ -54,7 +55,9 @@ class ReverseState:
         self.returns: list[tuple[Block, Value]] = []   # normal returns and their status
         self.slot = return_slot(self.primal, spec)
         self.ret_active = spec.ret is Activity.ACTIVE and self.slot.differentiable
-        self.info = analyze_activity(self.primal, *activity_seeds(self.primal, spec))
+        self.callees = not_inlined_callees(module)
+        self.info = analyze_activity(self.primal, *activity_seeds(self.primal, spec),
+                                     self.callees)
         refuse_known_problem_calls(self.diag, self.primal, self.info)
         self.retptr = self.primal.args[spec.retptr]
         self.allocs = shadowed_allocations(self.primal, self.info, self.diag, self.retptr)
@@ -89,6 +92,8 @@ class ReverseState:
         for p in self.spec.params:
             if p.activity.has_shadow and p.is_array:
                 self.fshadow[self.primal.args[p.data_arg]] = self.sig.shadow_args[p.name][DATA]
+            elif p.activity.has_shadow and is_raw_pointer(self.primal, p):
+                self.fshadow[self.primal.args[p.args[0]]] = self.sig.shadow_args[p.name][0]
         for loop in self.plan.loops:
             counter = Instruction("phi", I64, [], f"{loop.header.name}.iter")
             counter.block = loop.header

@@ -262,14 +262,7 @@ def test_target_options_are_respected():
     assert "IndexError" not in capture(njit(get), (C1, types.int64)).module_text
 
 
-def test_recursion_is_unsupported():
-    @njit
-    def fact(n):
-        return 1.0 if n <= 1 else n * fact(n - 1)
-
-    with pytest.raises(UnsupportedError, match="recursive"):
-        capture(fact, (f8,))
-
+def test_recursive_callee_stays_a_function():
     @njit
     def fib(n):
         return n if n < 2 else fib(n - 1) + fib(n - 2)
@@ -280,8 +273,27 @@ def test_recursion_is_unsupported():
     def uses_fib(x):
         return fib(int(x)) * x
 
-    with pytest.raises(UnsupportedError, match="cannot be inlined"):
-        capture(uses_fib, (f8,))
+    captured = capture(uses_fib, (f8,))
+    assert len(_callees(captured)) == 1 and "fib" in _callees(captured).pop()
+    assert "define internal" in captured.module_text
+
+
+def test_unresolved_recursive_call_becomes_a_direct_call():
+    @njit
+    def half_sum(a, lo, hi):            # the literal 0 below gives a second specialisation
+        if hi - lo == 1:
+            return a[lo]
+        mid = (lo + hi) // 2
+        return half_sum(a, lo, mid) + half_sum(a, mid, hi)
+
+    @njit
+    def total(a):
+        return half_sum(a, 0, a.shape[0])
+
+    captured = capture(total, (C1,))
+    assert ".numba.unresolved" not in captured.module_text
+    assert len([line for line in captured.module_text.splitlines()
+                if line.startswith("define internal")]) == 2
 
 
 def test_callee_without_recorded_ir_is_compiled_again_and_inlined():

@@ -1,0 +1,173 @@
+"""Callees that are not inlined: recursive @njit helpers differentiated as functions of their
+own (forward: a tangent function calling itself; reverse: the callee's reverse derivative run
+from the caller's reverse pass), checked against finite differences and forward against
+reverse; what stays refused is refused with its exact message."""
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+import pytest
+
+from enzyme_py import UnsupportedError, derive_diff
+from tests.support.arrays import make_shadow
+from tests.support.gradcheck import check_forward, check_inner_product, check_reverse
+from tests.test_exceptions import nrt_stats  # noqa: F401  (fixture)
+
+
+@numba.njit
+def _power(x, n):
+    if n == 0:
+        return 1.0
+    return x * _power(x, n - 1)
+
+
+def rec_power(x, n):
+    """x**n + x through a linearly recursive helper."""
+    return _power(x, n) + x
+
+
+@numba.njit
+def _fibish(x, y, n):
+    if n <= 1:
+        return x + 0.5 * y * n
+    return math.sin(_fibish(x, y, n - 1)) + y * _fibish(x, y, n - 2)
+
+
+def rec_fib(x, y, n):
+    """Two recursive calls per level, float accumulation through sin."""
+    return _fibish(x, y, n)
+
+
+@numba.njit
+def _tree_sum(a, lo, hi):
+    if hi - lo == 1:
+        return a[lo] * a[lo]
+    mid = (lo + hi) // 2
+    return _tree_sum(a, lo, mid) + _tree_sum(a, mid, hi)
+
+
+def rec_tree(a, s):
+    """s * sum(a**2) by recursive halving of an index range (two specialisations: lo is
+    the literal 0 at the top, an integer below)."""
+    return s * _tree_sum(a, 0, a.shape[0])
+
+
+@numba.njit
+def _chunks(a, lo, hi):
+    if hi - lo <= 2:
+        t = np.exp(a[lo:hi])            # a temporary array in every leaf
+        return t.sum()
+    mid = (lo + hi) // 2
+    return _chunks(a, lo, mid) * _chunks(a, mid, hi)
+
+
+def rec_chunks(a):
+    """A product of sums of exp over leaves of a recursion that allocates."""
+    return _chunks(a, 0, a.shape[0])
+
+
+@numba.njit
+def _even(x, n):
+    if n == 0:
+        return x
+    return _odd(x, n - 1) * x
+
+
+@numba.njit
+def _odd(x, n):
+    if n == 0:
+        return 1.0
+    return _even(x, n - 1) + math.cos(x)
+
+
+def rec_mutual(x, n):
+    """Mutual recursion between two helpers."""
+    return _even(x, n)
+
+
+@numba.njit
+def _fill(out, a, lo, hi):
+    if hi - lo == 1:
+        out[lo] = math.exp(a[lo])
+        return
+    mid = (lo + hi) // 2
+    _fill(out, a, lo, mid)
+    _fill(out, a, mid, hi)
+
+
+def rec_fill(out, a):
+    """A recursive helper writing an output array."""
+    _fill(out, a, 0, a.shape[0])
+
+
+KERNELS = {
+    "power": (rec_power, lambda: (1.3, 4)),
+    "fib": (rec_fib, lambda: (0.7, 0.4, 6)),
+    "tree": (rec_tree, lambda: (np.linspace(0.1, 1.0, 7), 1.5)),
+    "chunks": (rec_chunks, lambda: (np.linspace(-0.5, 0.4, 7),)),
+    "mutual": (rec_mutual, lambda: (0.8, 5)),
+}
+
+
+@pytest.mark.parametrize("name", KERNELS)
+def test_forward_against_finite_differences(name):
+    fn, args = KERNELS[name]
+    check_forward(fn, args())
+
+
+@pytest.mark.parametrize("name", KERNELS)
+def test_reverse_against_finite_differences(name):
+    fn, args = KERNELS[name]
+    check_reverse(fn, args())
+
+
+@pytest.mark.parametrize("name", KERNELS)
+def test_inner_product_identity(name):
+    fn, args = KERNELS[name]
+    check_inner_product(fn, args())
+
+
+def test_forward_through_a_recursive_helper_writing_an_array():
+    check_forward(rec_fill, (np.zeros(5), np.linspace(-1.0, 1.0, 5)))
+
+
+def test_reverse_refuses_a_recursive_helper_writing_an_array():
+    df = derive_diff(rec_fill, None, ["dup", "dup"])
+    a, out = np.linspace(-1.0, 1.0, 5), np.zeros(5)
+    with pytest.raises(UnsupportedError) as info:
+        df(out, np.ones(5), a, np.zeros(5))
+    msg = str(info.value)
+    assert msg.startswith("cannot differentiate: call to @_ZN") and "_fill" in msg, msg
+    assert "which is not inlined, writes memory through its argument %arg.out." in msg, msg
+    assert "(reverse mode runs the callee again)" in msg, msg
+    assert f"at {__file__}:" in msg and "code: _fill(out, a, 0, a.shape[0])" in msg, msg
+    assert "fix: not supported yet: let the callee only read its array arguments and " \
+           "return a value" in msg, msg
+
+
+def test_vector_forward_refuses_a_recursive_helper():
+    df = derive_diff(rec_power, None, ["dup", "const"], mode="forward", width=2)
+    with pytest.raises(UnsupportedError, match=r"which is not inlined, in vector forward "
+                       r"mode(.|\n)*fix: use width=1"):
+        df(1.3, np.ones(2), 4)
+
+
+@pytest.mark.parametrize("mode", ["forward", "reverse"])
+def test_nrt_balanced_through_an_allocating_recursion(mode, nrt_stats):
+    fn, make = KERNELS["chunks"]
+    args = make()
+    check = check_forward if mode == "forward" else check_reverse
+    result = check(fn, args)
+    df, acts = result.df, result.acts
+    nrt_stats.start()
+    for _ in range(5):
+        call = []
+        for arg, act in zip(args, acts):
+            call.append(arg.copy())
+            if act == "dup":
+                call.append(make_shadow(arg, 1.0))
+        df(*call)
+    alloc, free, mi_alloc, mi_free = nrt_stats.delta()
+    assert alloc == free and mi_alloc == mi_free, nrt_stats.delta()
