@@ -31,6 +31,7 @@ from ir_passes.ir.types import (I32, PTR, ArrayType, FloatType, FunctionType, In
 from ir_passes.ir.values import Function, Module, const_int
 from ir_passes.known.array_layout import DATA, exploded_count, exploded_ndim, exploded_types
 
+from .recursive_calls import give_recursion_twins, recursive_functions
 from .sources import InspectionError, ir_error, read_ir
 
 __all__ = ["ir_target", "is_ir_source", "named"]
@@ -251,7 +252,9 @@ def _ir_result_type(fn: Function, params: list[ParamSpec], slot: Type, ret_act: 
 
 def _canonical(module: Module, primal: str, canonicalize: bool, raw: str) -> str:
     """Inline every other defined function into `primal`, then canonicalise (as capture does)
-    unless the input is known to be canonical already."""
+    unless the input is known to be canonical already. Recursive functions stay functions:
+    in Numba's calling convention, or given a twin in it (`recursive_calls`)."""
+    twins = give_recursion_twins(module, primal)
     others = [f for n, f in module.functions.items() if n != primal and not f.is_declaration]
     if not canonicalize and not others:
         return raw                          # nothing to do: keep the input's value names
@@ -261,7 +264,10 @@ def _canonical(module: Module, primal: str, canonicalize: bool, raw: str) -> str
         fn.prefix_attrs = " ".join(w for w in fn.prefix_attrs.split() if w not in _NOT_LOCAL)
     ref = parse(print_module(module))
     run_module_passes(ref, ("always_inliner", "global_dead_code_eliminate"))
-    leftover = [f.name for f in ref.functions if not f.is_declaration and f.name != primal]
+    recursive = twins | {f.name for f in recursive_functions(module, primal)
+                         if _has_numba_abi(f)}
+    leftover = [f.name for f in ref.functions
+                if not f.is_declaration and f.name != primal and f.name not in recursive]
     if leftover:
         raise InspectionError(f"@{leftover[0]} cannot be inlined into @{primal} (recursive?)")
     if canonicalize:

@@ -1,8 +1,10 @@
 """Checks on a C module before its function is differentiated, with C `file:line` errors.
 
-The pass inlines every callee into the function it differentiates, so a call graph with a
-cycle (recursion) cannot be handled: `check_supported` refuses it at the recursive call, naming
-its C source line, before the inliner would fail without one.
+The pass inlines every callee into the function it differentiates, except recursive functions
+with a plain signature (float, integer or pointer parameters; a float, integer or void
+result), which are differentiated as functions of their own (`enzyme_py.recursive_calls`).
+Recursion through any other function cannot be handled: `check_supported` refuses it at the
+recursive call, naming its C source line, where the inliner would fail without one.
 
 The pass gives shadows to the raw allocations of the runtime registered with it (roles
 RAW_ALLOC / RAW_FREE: `NRT_Allocate` / `NRT_Free`, what Numba's temporaries use, registered by
@@ -66,8 +68,9 @@ def _recursion(module: Module, caller: Function, call: Instruction,
                cycle: list[Function]) -> UnsupportedError:
     names = " -> ".join(f"@{f.name}" for f in cycle + [cycle[0]])
     return Diagnostics(module, caller).unsupported(
-        f"recursion ({names}) is not supported yet", call,
-        hint="rewrite the recursion as a loop")
+        f"recursion ({names}) through a function taking or returning a struct or vector "
+        "(or variadic) is not supported yet", call,
+        hint="pass structs through pointers, or rewrite the recursion as a loop")
 
 
 def use_runtime_allocator(module: Module) -> None:

@@ -23,7 +23,7 @@ _SIGNATURES = {
     "inplace": (None, [_P, _I]), "squares": (None, [_P, _P, _I, _D]),
     "pointer_walk": (_D, [_P, _I]), "heap_temp": (_D, [_P, _I]),
     "struct_norms": (_D, [_P, _I]), "advance": (None, [_P, _P, _I, _D]),
-    "branchy": (_D, [_D, _D]),
+    "branchy": (_D, [_D, _D]), "rec_power": (_D, [_D, _I]), "rec_tree": (_D, [_P, _I]),
 }
 
 
@@ -60,6 +60,9 @@ def kernels() -> list[Kernel]:
     def k_struct_norms(v, n): return struct_norms(v.ctypes, n)
     def k_advance(p, v, n, dt): advance(p.ctypes, v.ctypes, n, dt)
     def k_branchy(x, y): return branchy(x, y)
+    rec_power, rec_tree = _c("rec_power"), _c("rec_tree")
+    def k_rec_power(x, n): return rec_power(x, n)
+    def k_rec_tree(a, n): return rec_tree(a.ctypes, n)
 
     def arr(rng, *shape):
         return rng.uniform(-1.2, 1.2, shape)
@@ -78,6 +81,8 @@ def kernels() -> list[Kernel]:
                outputs=(0,)),
         Kernel("c_branchy_then", k_branchy, lambda rng: (1.2, 0.3)),
         Kernel("c_branchy_else", k_branchy, lambda rng: (-0.2, 0.9)),
+        Kernel("c_rec_power", k_rec_power, lambda rng: (1.3, 5)),
+        Kernel("c_rec_tree", k_rec_tree, lambda rng: (arr(rng, 7), 7)),
     ]
 
 

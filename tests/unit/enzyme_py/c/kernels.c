@@ -68,3 +68,13 @@ double branchy(double x, double y) {
   if (x > y) return x * x - y;
   return y * sin(x);
 }
+
+static double power_rec(double x, int n) { return n == 0 ? 1.0 : x * power_rec(x, n - 1); }
+double rec_power(double x, int n) { return power_rec(x, n) + sin(x); }   /* recursion */
+
+static double tree(const double *a, int lo, int hi) {
+  if (hi - lo == 1) return a[lo] * a[lo];
+  int mid = (lo + hi) / 2;
+  return 0.5 * tree(a, lo, mid) + cos(tree(a, mid, hi));
+}
+double rec_tree(const double *a, int n) { return tree(a, 0, n); }

@@ -18,11 +18,19 @@ def _derive(fn, acts, mode="reverse"):
     return derive(ERRORS_C, fn, acts, mode=mode)
 
 
-def test_recursion_is_refused_at_the_recursive_call():
-    with pytest.raises(UnsupportedError, match=r"recursion \(@fact -> @fact\) is not supported "
-                       r"yet(.|\n)*at .*tests/unit/enzyme_py/c/errors\.c:6\n  code: .*\n  fix: rewrite the recursion as a "
-                       r"loop"):
-        _derive("fact", "active,const")
+def test_recursion_is_differentiated():
+    """errors.c's fact once was refused; recursion is differentiated now (kernels.c has the
+    finite-difference tests): d/dx x**n at x = 1.3, n = 4."""
+    assert _derive("fact", "active,const")(1.3, 4) == pytest.approx(4 * 1.3 ** 3, rel=1e-13)
+
+
+def test_reverse_refuses_a_recursive_function_writing_memory():
+    with pytest.raises(UnsupportedError, match=r"call to @fill_rec.recursive, which is not "
+                       r"inlined, writes memory through its argument %arg0 \(reverse mode runs "
+                       r"the callee again\)(.|\n)*at .*tests/unit/enzyme_py/c/errors\.c:29\n"
+                       r"  code: .*\n  fix: not supported yet: let the callee only read its "
+                       r"array arguments and return a value"):
+        _derive("fill_squares", "dup,dup,const")
 
 
 def test_call_without_derivative_names_the_line():
@@ -70,7 +78,7 @@ def test_memory_without_shadow_suggests_malloc():
     ("fact", "active", "reverse", "@fact has 2 parameter(s) but 1 activities were given"),
     ("fact", "active,slow", "reverse", "unknown activity 'slow'"),
     ("nothere", "active", "reverse", "the C module defines no function 'nothere' (it defines "
-     "apply, bessel, fact, opaque, zeroed)"),
+     "apply, bessel, fact, fill_rec, fill_squares, opaque, zeroed)"),
 ])
 def test_bad_activities(fn, acts, mode, message):
     with pytest.raises(ActivityError, match=re.escape(message)):
