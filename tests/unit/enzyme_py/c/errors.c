@@ -27,3 +27,12 @@ static void fill_rec(double *out, const double *x, int n) {
   out[n - 1] = x[n - 1] * x[n - 1];
 }
 void fill_squares(double *out, const double *x, int n) { fill_rec(out, x, n); }  /* line 29 */
+
+typedef struct { double lo, hi; } pair;
+static pair spread(double x, int n) {
+  if (n == 0) { pair p = {x, x}; return p; }
+  pair q = spread(x * 0.5, n - 1);                     /* line 34: recursion via a struct */
+  q.hi += x;
+  return q;
+}
+double width(double x, int n) { pair p = spread(x, n); return p.hi - p.lo; }

@@ -33,6 +33,15 @@ def test_reverse_refuses_a_recursive_function_writing_memory():
         _derive("fill_squares", "dup,dup,const")
 
 
+def test_recursion_through_a_struct_result_is_refused_at_the_recursive_call():
+    with pytest.raises(UnsupportedError, match=r"recursion \(@spread -> @spread\) through a "
+                       r"function taking or returning a struct or vector \(or variadic\) is not "
+                       r"supported yet(.|\n)*at .*tests/unit/enzyme_py/c/errors\.c:34\n  code: "
+                       r".*\n  fix: pass structs through pointers, or rewrite the recursion as a "
+                       r"loop"):
+        _derive("width", "active,const")
+
+
 def test_call_without_derivative_names_the_line():
     with pytest.raises(UnsupportedError, match=r"no derivative rule for the external function 'mystery'"
                        r"(.|\n)*at .*tests/unit/enzyme_py/c/errors\.c:9"):
@@ -78,7 +87,7 @@ def test_memory_without_shadow_suggests_malloc():
     ("fact", "active", "reverse", "@fact has 2 parameter(s) but 1 activities were given"),
     ("fact", "active,slow", "reverse", "unknown activity 'slow'"),
     ("nothere", "active", "reverse", "the C module defines no function 'nothere' (it defines "
-     "apply, bessel, fact, fill_rec, fill_squares, opaque, zeroed)"),
+     "apply, bessel, fact, fill_rec, fill_squares, opaque, spread, width, zeroed)"),
 ])
 def test_bad_activities(fn, acts, mode, message):
     with pytest.raises(ActivityError, match=re.escape(message)):
