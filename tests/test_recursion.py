@@ -171,3 +171,37 @@ def test_nrt_balanced_through_an_allocating_recursion(mode, nrt_stats):
         df(*call)
     alloc, free, mi_alloc, mi_free = nrt_stats.delta()
     assert alloc == free and mi_alloc == mi_free, nrt_stats.delta()
+
+
+@numba.njit
+def _pair(x, n):
+    if n == 0:
+        return x, 1.0
+    a, b = _pair(x, n - 1)
+    return a * x, b + a
+
+
+def rec_pair(x, n):
+    """A recursive helper returning a tuple."""
+    a, b = _pair(x, n)
+    return a + b
+
+
+@pytest.mark.parametrize("mode", ["forward", "reverse"])
+def test_recursive_helper_returning_a_tuple_is_refused(mode):
+    df = derive_diff(rec_pair, None, ["active" if mode == "reverse" else "dup", "const"],
+                     mode=mode)
+    with pytest.raises(UnsupportedError) as info:
+        df(1.2, 3) if mode == "reverse" else df(1.2, 1.0, 3)
+    msg = str(info.value)
+    assert "which is not inlined, returning active values of type [2 x double] (only a " \
+           "float is supported)" in msg, msg
+    assert "code: a, b = _pair(x, n)" in msg, msg
+    assert "fix: not supported yet: let the callee return one float" in msg, msg
+
+
+def test_split_mode_refuses_a_recursive_helper():
+    fwd, _ = derive_diff(rec_power, None, ["active", "const"], mode="split")
+    with pytest.raises(UnsupportedError, match=r"which is not inlined, in split mode(.|\n)*"
+                       r"fix: not supported yet: use mode='reverse'"):
+        fwd(1.3, 4)

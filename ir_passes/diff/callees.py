@@ -21,7 +21,8 @@ from ..analysis.activity import ActivityInfo, carries_float
 from ..analysis.pointer_stores import PointerStores
 from ..diagnostics import Diagnostics
 from ..ir.types import I32, PTR, ArrayType, FloatType, Type
-from ..ir.values import Argument, Function, GlobalRef, Instruction, Module, Value
+from ..ir.values import (Argument, Constant, Function, GlobalRef, Instruction, Module,
+                         Value)
 from ..known.memory import pointer_base
 from ..known.model import is_local_allocation, known_call, written_arguments
 from .returns import find_return_type
@@ -64,15 +65,27 @@ def callee_spec(diag: Diagnostics, inst: Instruction, callee: Function, mode: st
         else:
             act = differentiated if op in info.varied else Activity.CONST
         params.append(ParamSpec(callee.args[i].name or f"arg{i}", act, (i,)))
-    slot = find_return_type(callee, 0)
+    slot = _slot_type(diag, inst, callee)
     returned = inst.operands[0] in info.shadowed and carries_float(slot)
     if returned and not isinstance(slot, FloatType):
         raise diag.unsupported(f"call to @{callee.name}, which is not inlined, returning "
                                f"active values of type {slot} (only a float is supported)",
-                               inst, _HINT)
+                               inst, "not supported yet: let the callee return one float")
     ret = differentiated if returned else Activity.CONST
     return DiffSpec(primal=callee.name or "", name="", mode=mode, params=tuple(params),
                     ret=ret, ret_type=_result_type(slot, returned, mode), ret_slot=slot)
+
+
+def _slot_type(diag: Diagnostics, inst: Instruction, callee: Function) -> Type:
+    """The type of the return slot the caller hands the callee (a tuple's fields are stored
+    one by one, so the callee's stores do not tell it)."""
+    slot = inst.operands[0]
+    if isinstance(slot, Instruction) and slot.opcode == "alloca" and not slot.operands:
+        return slot.source_type                     # type: ignore[return-value]
+    if isinstance(slot, Constant) and find_return_type(callee, 0) == PTR:
+        return PTR                                  # returns None: nothing is stored
+    raise diag.unsupported(f"call to @{callee.name}, which is not inlined, with a return "
+                           "slot that is not a local variable", inst, _HINT)
 
 
 def _result_type(slot: Type, returned: bool, mode: str) -> Type | None:
