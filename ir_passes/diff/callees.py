@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import weakref
-from typing import Callable
+from typing import Callable, TypeVar
 
 from ..analysis.activity import ActivityInfo, carries_float
 from ..analysis.pointer_stores import PointerStores
@@ -124,26 +124,24 @@ def hidden_shadows(diag: Diagnostics, fn: Function, info: ActivityInfo,
 
 _memo: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
-Make = Callable[[DiffSpec], tuple[Function, Callable[[], None]]]
+Made = TypeVar("Made")
 
 
-def memoised(module: Module, spec: DiffSpec, make: Make) -> Function:
-    """The derivative `spec` describes, made once per module by `make` (which returns the
-    new function, with its signature, and a thunk synthesizing its body). The function is
-    memoised before its body is synthesized, so a recursive callee calls itself."""
+def memoised(module: Module, spec: DiffSpec,
+             make: Callable[[DiffSpec], tuple[Made, Callable[[], None]]]) -> Made:
+    """What `make` returns for the derivative `spec` describes (named here), made once per
+    module and activities; `make` returns it with a thunk synthesizing the body, which runs
+    after it is memoised, so a recursive callee's derivative finds itself."""
     per_module = _memo.setdefault(module, {})
     key = (spec.primal, spec.mode, tuple(p.activity for p in spec.params), spec.ret)
-    found = per_module.get(key)
-    if found is not None:
-        return found
+    if key in per_module:
+        return per_module[key]
     prefix = "fwddiffe_" if spec.mode == "forward" else "diffe_"
-    named = dataclasses.replace(spec, name=f"{prefix}{spec.primal}.{len(per_module)}")
-    fn, synthesize = make(named)
-    fn.linkage = "internal"
-    per_module[key] = fn
+    made, synthesize = make(dataclasses.replace(
+        spec, name=f"{prefix}{spec.primal}.{len(per_module)}"))
+    per_module[key] = made
     synthesize()
-    return fn
-
+    return made
 
 
 _written: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

@@ -57,4 +57,5 @@ def forward_call(fw: _Forward, inst: Instruction, callee: Function,
 
 def _make(fw: _Forward, derivative: "type[_Forward]", spec: DiffSpec):
     callee_fw = derivative(fw.module, spec)
+    callee_fw.fn.linkage = "internal"
     return callee_fw.fn, lambda: fw.module.add_function(callee_fw.run())

@@ -83,10 +83,13 @@ class ReturnLeaf:
 @dataclass(frozen=True, slots=True)
 class SplitSpec:
     """Split mode: names of the forward and reverse halves, and the id their state carries
-    (the front end checks a state is used with the derivative that made it)."""
+    (the front end checks a state is used with the derivative that made it). `raw_state`:
+    the state is a raw buffer (no owner, no destructor) that the caller frees after the
+    reverse half ran (the halves of a callee that is not inlined, see callees.py)."""
     forward: str
     reverse: str
     ident: int
+    raw_state: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,31 +3,24 @@ instruction (linear and aggregate operations here, the rest from the rule regist
 calls from their records' reverse emitters, shadow memory released where it was made)."""
 from __future__ import annotations
 
-from typing import Callable
-
 from ...analysis.activity import carries_float
 from ...ir.types import ArrayType, FloatType, StructType, Type
-from ...ir.values import Argument, Constant, Function, Instruction, Value, const_float, zero
+from ...ir.values import Argument, Constant, Instruction, Value, const_float, zero
 from ...known.model import Role, call_record, role_of
 from ..common import fast_math_of, rule_for, scale
 from ..rules.needs import rule_needs
 from ..shadows import free_raw, release
-from ..spec import DiffSpec
 from .availability import Availability, BlockContext
-from .callees import emit_reverse_call, touches
+from .callees import emit_reverse_call
 from .calls import ReverseCallContext, emits_reverse
 from .kept import emit_reference
 from .state import ReverseState
 
 
 class Adjoints:
-    """`synthesize`: makes the reverse derivative a callee that was not inlined needs."""
-
-    def __init__(self, st: ReverseState, avail: Availability,
-                 synthesize: Callable[[DiffSpec], Function]) -> None:
+    def __init__(self, st: ReverseState, avail: Availability) -> None:
         self.st = st
         self.avail = avail
-        self.synthesize = synthesize
 
     # ------------------------------------------------------------ slots
     def slot(self, v: Value) -> Instruction:
@@ -71,10 +64,8 @@ class Adjoints:
         st, op = self.st, inst.opcode
         if op == "store":
             return self._store(ctx, inst)
-        if op == "call" and inst.callee_name in st.callees and touches(st.info, inst):
-            callee = st.module.functions[inst.callee_name]
-            return emit_reverse_call(st, self.avail, ctx, inst, callee, self.add,
-                                     self.synthesize)
+        if inst in st.call_halves:
+            return emit_reverse_call(st, self.avail, ctx, inst, self.add)
         if emits_reverse(st, inst):
             record = call_record(inst)
             assert record is not None and record.reverse is not None

@@ -12,9 +12,10 @@ from ...known.memory import pointer_base
 from ..common import mixed_memory_error, unknown_shadow_pointer
 from ..returns import is_exceptional_return
 from ..shadows import allocate_shadow, call_shadow, derived_shadow
-from .tape import Tape
+from .callees import augment_call, touches
 from .checks import check_forward
 from .state import ReverseState
+from .tape import Tape
 
 
 class AugmentedForward:
@@ -34,6 +35,10 @@ class AugmentedForward:
                 self._bookkeeping(block, loop)
             if inst.opcode == "ret":
                 self._return(inst)
+                continue
+            if inst.opcode == "call" and inst.callee_name in st.callees \
+                    and touches(st.info, inst):
+                augment_call(st, inst, st.module.functions[inst.callee_name])
                 continue
             clone = b.insert(clone_instruction(inst, st.map, st.fwd.__getitem__))
             st.vmap[inst] = clone

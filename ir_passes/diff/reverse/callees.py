@@ -1,54 +1,67 @@
 """Reverse mode of a call to a callee that was not inlined (see `../callees.py`).
 
-The forward pass keeps the primal call. The reverse of the call runs the callee's own reverse
-derivative (memoised per activities, so a recursive callee's derivative calls itself): it
-takes the call's arguments again (as the reverse pass has them), the shadows of its shadowed
-pointer arguments, and the adjoint of its float result (read from the shadow of the caller's
-return slot for the call, then zeroed); it returns the gradients of the active float
-arguments and adds the rest into the shadows. The callee is run again by its derivative, so
-it must see the same memory: it may write only its return slot (and excinfo), and what it
-reads through pointer arguments must not be written after the call; both are checked.
+The callee's derivative is split (`split.py`) into an augmented forward `F` and a reverse
+`R`, made once per activities (so a recursive callee's halves call themselves):
+- the caller's forward pass calls `F` (the call's arguments and the shadows of its shadowed
+  pointer arguments) instead of the primal: `F` stores the result into the caller's return
+  slot for the call and hands back its state (a raw buffer holding its tape pointers and
+  what else its reverse needs), which the caller keeps like any value its reverse needs
+  (taped in a loop or a recursion);
+- the call's reverse calls `R` with the arguments, shadows, the adjoint of the result (read
+  from the shadow of the return slot, then zeroed) and the state; `R` adds into the
+  shadows, returns the gradients of the active float arguments and frees the tape; the
+  caller then frees the state. (A caller that raises after the call never runs the reverse:
+  the state and the tape stay allocated.)
+`R` may recompute values from memory its callee only reads, so that memory must not change
+between the call and its reverse, and memory the callee writes must not be handed to it
+twice (checked at the call).
 """
 from __future__ import annotations
 
+import dataclasses
+import itertools
 from typing import Callable
 
 from ...analysis.activity import ActivityInfo
-from ...ir.types import I32, PTR, StructType
-from ...ir.values import Argument, Function, Instruction, Value, zero
+from ...ir.builder import declare
+from ...ir.types import I32, I64, PTR, VOID, StructType
+from ...ir.values import (Argument, Constant, Function, GlobalRef, Instruction, Value,
+                          const_int, zero)
 from ...known.memory import pointer_base
+from ...known.model import Role, runtime_call
 from ..callees import callee_spec, memoised, written_parameters, written_targets
-from ..signature import build_signature
-from ..spec import Activity, DiffSpec, ReturnLeaf
+from ..spec import Activity, DiffSpec, ReturnLeaf, SplitSpec
 from .availability import Availability, BlockContext
 from .kept import written_after
+from .split import STATE_ARRAY
 from .state import ReverseState
 
-_HINT = "not supported yet: let the callee only read its array arguments and return a value"
+_HINT = "not supported yet: pass the callee memory the caller does not change afterwards"
+_idents = itertools.count(1 << 32)
 
 
-def reverse_spec(st: ReverseState, inst: Instruction, callee: Function) -> DiffSpec:
-    """The callee's reverse derivative the call needs; refuses what recomputing it breaks."""
-    if st.spec.split is not None:
-        raise st.diag.unsupported(f"call to @{callee.name}, which is not inlined, in split "
-                                  "mode", inst, "not supported yet: use mode='reverse'")
+def touches(info: ActivityInfo, inst: Instruction) -> bool:
+    """Whether call `inst` is handed an active value or shadowed memory."""
+    return any(op in info.varied or op in info.shadowed for op in inst.operands)
+
+
+def check_call(st: ReverseState, inst: Instruction, callee: Function) -> None:
+    """Refuse what the callee's reverse half cannot be trusted with at this call."""
     written = written_parameters(st.module)
-    through = sorted(written.get(callee.name or "", frozenset()) - {0, 1})   # not retptr
-    if through:
-        raise st.diag.unsupported(f"call to @{callee.name}, which is not inlined, writes "
-                                  f"memory through its argument %{callee.args[through[0]].name}"
-                                  " (reverse mode runs the callee again)", inst, _HINT)
-    for op in inst.operands[2:]:
-        if op.type.is_pointer and not _unchanged_after(st, inst, op, written):
+    writes = written.get(callee.name or "", frozenset())
+    bases: dict[int, list[int]] = {}
+    for i, op in enumerate(inst.operands[2:], start=2):
+        if not op.type.is_pointer:
+            continue
+        bases.setdefault(id(pointer_base(op)), []).append(i)
+        if i not in writes and not _unchanged_after(st, inst, op, written):
             raise st.diag.unsupported(f"call to @{callee.name}, which is not inlined, reads "
                                       f"memory (%{op.name}) written after the call", inst, _HINT)
-    spec = callee_spec(st.diag, inst, callee, "reverse", st.info)
-    grads = tuple(callee.args[p.args[0]].type for p in spec.params
-                  if p.activity is Activity.ACTIVE)
-    leaves = (ReturnLeaf((), spec.ret_slot),) if spec.ret is Activity.ACTIVE else None
-    return DiffSpec(primal=spec.primal, name="", mode="reverse", params=spec.params,
-                    ret=spec.ret, ret_type=StructType(grads), ret_slot=spec.ret_slot,
-                    ret_leaves=leaves)
+    for same in bases.values():
+        if len(same) > 1 and writes.intersection(same):
+            raise st.diag.unsupported(f"call to @{callee.name}, which is not inlined, handed "
+                                      "memory it writes through two arguments", inst,
+                                      "not supported yet: pass distinct arrays")
 
 
 def _unchanged_after(st: ReverseState, inst: Instruction, ptr: Value, written: dict) -> bool:
@@ -59,20 +72,70 @@ def _unchanged_after(st: ReverseState, inst: Instruction, ptr: Value, written: d
         inst, [base], lambda call: written_targets(call, written))
 
 
-def touches(info: ActivityInfo, inst: Instruction) -> bool:
-    """Whether call `inst` is handed an active value or shadowed memory."""
-    return any(op in info.varied or op in info.shadowed for op in inst.operands)
+@dataclasses.dataclass(frozen=True)
+class _Halves:
+    spec: DiffSpec                  # the callee's derivative (its `split` names F and R)
+    state: Instruction              # a synthetic primal value: this call's state buffer
+
+
+def _halves_spec(st: ReverseState, inst: Instruction, callee: Function) -> DiffSpec:
+    spec = callee_spec(st.diag, inst, callee, "reverse", st.info)
+    grads = tuple(callee.args[p.args[0]].type for p in spec.params
+                  if p.activity is Activity.ACTIVE)
+    leaves = (ReturnLeaf((), spec.ret_slot),) if spec.ret is Activity.ACTIVE else None
+    spec = dataclasses.replace(spec, ret_type=StructType(grads), ret_leaves=leaves)
+
+    def make(named: DiffSpec):
+        halves = dataclasses.replace(named, split=SplitSpec(
+            f"augmented_{callee.name}.{named.name.rsplit('.', 1)[1]}", named.name,
+            next(_idents), raw_state=True))
+
+        def run() -> None:
+            assert st.synthesize is not None
+            st.synthesize(halves)
+            for name in (halves.split.forward, halves.split.reverse):  # type: ignore[union-attr]
+                st.module.functions[name].linkage = "internal"
+        return halves, run
+    return memoised(st.module, spec, make)
+
+
+def augment_call(st: ReverseState, inst: Instruction, callee: Function) -> None:
+    """The forward pass's call of the callee's augmented forward in place of `inst`."""
+    check_call(st, inst, callee)
+    spec = _halves_spec(st, inst, callee)
+    b, slot = st.b, inst.operands[0]
+    value_type = spec.ret_slot if spec.ret_slot != PTR else None
+    out_type = StructType((value_type, STATE_ARRAY)) if value_type else STATE_ARRAY
+    out = st.alloca(out_type, "call.augmented")
+    args: list[Value] = [out, st.map(inst.operands[1])]
+    for p in spec.params:
+        op = inst.operands[p.args[0]]
+        args.append(st.map(op))
+        if p.activity.has_shadow:
+            args.append(st.fshadow[op])
+    st.vmap[inst] = b.call(GlobalRef(spec.split.forward), args, I32)  # type: ignore[union-attr]
+    result = b.load(out_type, out)
+    state = b.extractvalue(result, (1,)) if value_type else result
+    if value_type:
+        b.store(b.extractvalue(result, (0,)), st.map(slot))
+    st.call_halves[inst] = _Halves(spec, _synthetic(st, inst, b.extractvalue(state, (4,))))
+
+
+def _synthetic(st: ReverseState, inst: Instruction, fwd: Value) -> Instruction:
+    """A primal value standing for `fwd` (made by the forward pass at `inst`), so the reverse
+    obtains it as it obtains any primal value (taped where needed)."""
+    v = Instruction("call", PTR, [], f"{inst.name or 'call'}.state")
+    v.block = inst.block
+    st.vmap[v] = fwd
+    return v
 
 
 def emit_reverse_call(st: ReverseState, avail: Availability, ctx: BlockContext,
-                      inst: Instruction, callee: Function,
-                      add: Callable[[Value, Value], None],
-                      synthesize: Callable[[DiffSpec], Function]) -> None:
-    """The reverse of call `inst` to `callee`, in the reverse of `ctx.block`."""
+                      inst: Instruction, add: Callable[[Value, Value], None]) -> None:
+    """The reverse of call `inst`, in the reverse of `ctx.block`."""
     b = st.b
-    spec = reverse_spec(st, inst, callee)
-    fn = memoised(st.module, spec, lambda named: (
-        build_signature(callee, named).fn, lambda: synthesize(named)))
+    halves = st.call_halves[inst]
+    spec = halves.spec
     out = st.alloca(spec.ret_type, "call.grads")     # type: ignore[arg-type]
     args: list[Value] = [out, st.zeroed_alloca(PTR, "call.excinfo")]
     for p in spec.params:
@@ -84,9 +147,12 @@ def emit_reverse_call(st: ReverseState, avail: Availability, ctx: BlockContext,
         shadow = avail.shadow(ctx, inst.operands[0])
         args.append(b.load(spec.ret_slot, shadow))  # type: ignore[arg-type]
         b.store(zero(spec.ret_slot), shadow)          # type: ignore[arg-type]
-    b.call(fn, args, I32)
+    state = avail.value(ctx, halves.state)
+    null, one, zero64 = Constant(PTR, "null"), const_int(I64, 1), const_int(I64, 0)
+    args += [null, null, zero64, one, state, zero64, one]
+    b.call(GlobalRef(spec.split.reverse), args, I32)   # type: ignore[union-attr]
+    b.call(declare(st.module, runtime_call(Role.RAW_FREE).name, VOID, [PTR]), [state], VOID)
     grads = b.load(spec.ret_type, out)               # type: ignore[arg-type]
     active = [p for p in spec.params if p.activity is Activity.ACTIVE]
     for k, p in enumerate(active):
         add(inst.operands[p.args[0]], b.extractvalue(grads, (k,)))
-

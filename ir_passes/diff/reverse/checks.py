@@ -9,8 +9,6 @@ from ..common import (check_pointer_to_int, check_reinterpretation, check_store,
 from ...known.model import ReadInReverse, Role, call_record
 from ..rules import lookup
 from ..rules.math import math_rule_name
-from ..callees import called_definition
-from .callees import reverse_spec
 from .calls import ReverseCallContext, emits_reverse
 from .kept import emit_reference, local_owner, written_after
 from .state import ReverseState
@@ -38,10 +36,6 @@ def _check_call(st: ReverseState, inst: Instruction) -> None:
     record = call_record(inst)
     touches = any(o in st.info.shadowed or o in st.info.varied for o in inst.operands)
     if not touches or record is not None and (record.inert or record.role is Role.RAW_FREE):
-        return
-    callee = called_definition(st.module, inst) if inst.callee_name in st.callees else None
-    if callee is not None:
-        reverse_spec(st, inst, callee)
         return
     if record is not None and record.reverse is not None:
         if record.check is not None:

@@ -50,8 +50,8 @@ def synthesize_reverse(module: Module, spec: DiffSpec,
     st = ReverseState(module, spec, observe or (lambda event: None))
     forward = AugmentedForward(st)
     avail = Availability(st)
-    adjoints = Adjoints(st, avail, lambda callee: synthesize_reverse(module, callee))
-    control = ReverseControl(st, avail, adjoints)
+    st.synthesize = lambda callee: synthesize_reverse(module, callee)
+    control = ReverseControl(st, avail, Adjoints(st, avail))
     for block in st.order:
         forward.block(block)
     forward.fill_phis()

@@ -63,7 +63,8 @@ def split_reverse(module: Module, st: ReverseState, names: tuple[str, str],
     """Replace the combined derivative `st.fn` by F and R named `names` (forward, reverse)."""
     fwd_blocks, rev_blocks = _regions(st)
     layout = _layout(st, fwd_blocks, rev_blocks)
-    release = _release_function(module, st, layout, names[1])
+    raw = st.spec.split is not None and st.spec.split.raw_state
+    release = None if raw else _release_function(module, st, layout, names[1])
     forward = _forward(module, st, fwd_blocks, layout, names[0], ident, release)
     reverse = _reverse(module, st, rev_blocks, layout, names[1])
     return forward, reverse
@@ -156,7 +157,7 @@ def _refused(st: ReverseState, why: str) -> UnsupportedError:
 
 # ---------------------------------------------------------------- the forward function
 def _forward(module: Module, st: ReverseState, blocks: list[Block], layout: StateLayout,
-             name: str, ident: int, release: Function) -> Function:
+             name: str, ident: int, release: Function | None) -> Function:
     combined = st.fn
     n_params = len(combined.args) - sum(len(g) for g in st.sig.ret_adjoints)
     fn = Function(name, FunctionType(I32, tuple(a.type for a in combined.args[:n_params])),
@@ -191,17 +192,22 @@ def _remap(inst: Instruction, vmap: dict[Value, Value], blocks: dict[Block, Bloc
 
 
 def _pack(module: Module, st: ReverseState, fn: Function, pack: Block, layout: StateLayout,
-          vmap: dict[Value, Value], ident: int, release: Function) -> None:
-    """At the cut: allocate the state, fill it, return `{primal value, state array}`."""
+          vmap: dict[Value, Value], ident: int, release: Function | None) -> None:
+    """At the cut: allocate the state (owned, with the destructor `release`; raw without
+    one), fill it, return `{primal value, state array}`."""
     b = Builder(pack)
     phis = {}
     for phi in st.re.phis():
         new = b.phi(phi.type, phi.name)
         new.operands, new.incoming = list(phi.operands), list(phi.incoming)
         phis[phi] = new
-    alloc = _runtime(module, Role.HANDLE_DTOR, PTR, [I64, PTR])
-    meminfo = b.call(alloc, [const_int(I64, layout.size), release], PTR)
-    data = b.call(_runtime(module, Role.HANDLE_DATA, PTR, [PTR]), [meminfo], PTR)
+    if release is None:
+        meminfo = data = b.call(_runtime(module, Role.RAW_ALLOC, PTR, [I64]),
+                                [const_int(I64, layout.size)], PTR)
+    else:
+        alloc = _runtime(module, Role.HANDLE_DTOR, PTR, [I64, PTR])
+        meminfo = b.call(alloc, [const_int(I64, layout.size), release], PTR)
+        data = b.call(_runtime(module, Role.HANDLE_DATA, PTR, [PTR]), [meminfo], PTR)
     b.store(const_int(I64, 0), data)
     b.store(const_int(I64, ident), _at(b, data, IDENT))
     kept = const_int(I64, layout.size)

@@ -3,7 +3,7 @@ the derivative's blocks, and the maps from primal values to their forward clones
 adjoint slots, loop counters and tape frames. Everything is set up in `ReverseState()`."""
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 from ...analysis.activity import analyze_activity, carries_float
 from ...analysis.cfg import Loop, blocks_reaching, reverse_post_order
@@ -14,7 +14,7 @@ from ...ir.types import I64, Type
 from ...ir.values import Block, Function, Instruction, Module, Value, const_int, zero
 from ...known.array_layout import DATA
 from ..allocations import shadowed_allocations
-from ..callees import not_inlined_callees
+from ..callees import hidden_shadows, not_inlined_callees
 from ..common import refuse_known_problem_calls
 from ..returns import is_exceptional_return, return_slot
 from ..rules.emitter import MathEmitter
@@ -55,10 +55,16 @@ class ReverseState:
         self.returns: list[tuple[Block, Value]] = []   # normal returns and their status
         self.slot = return_slot(self.primal, spec)
         self.ret_active = spec.ret is Activity.ACTIVE and self.slot.differentiable
-        self.callees = not_inlined_callees(module)
+        self.callees = not_inlined_callees(module)       # called, not inlined (callees.py)
+        self.call_halves: dict[Instruction, Any] = {}     # such a call -> its callee's halves
+        self.synthesize: Callable[[DiffSpec], Function] | None = None   # set by the driver
         self.info = analyze_activity(self.primal, *activity_seeds(self.primal, spec),
                                      self.callees)
         refuse_known_problem_calls(self.diag, self.primal, self.info)
+        hidden_shadows(self.diag, self.primal, self.info, [
+            i for i in self.primal.instructions() if i.callee_name in self.callees and any(
+                o in self.info.varied or o in self.info.shadowed for o in i.operands)],
+            self.callees)
         self.retptr = self.primal.args[spec.retptr]
         self.allocs = shadowed_allocations(self.primal, self.info, self.diag, self.retptr)
         self.speculated = _feeding_selects(self.primal)

@@ -36,3 +36,6 @@ static pair spread(double x, int n) {
   return q;
 }
 double width(double x, int n) { pair p = spread(x, n); return p.hi - p.lo; }
+
+static double sum_rec(const double *x, int n) { return n == 0 ? 0.0 : x[n - 1] * x[n - 1] + sum_rec(x, n - 1); }
+double sum_then_clear(double *x, int n) { double s = sum_rec(x, n); x[0] = 0.0; return s; }  /* line 41 */

@@ -21,7 +21,7 @@ def _run(path) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.parametrize("example, opt", [("scalar", "-O0"), ("arrays", "-O2"),
-                                          ("heap", "-O3")])
+                                          ("heap", "-O3"), ("recursion", "-O1")])
 def test_examples_build_and_pass(tmp_path, example, opt):
     exe = tmp_path / example
     assert clang_main([opt, os.path.join(EXAMPLES, f"{example}.c"), "-o", str(exe)]) == 0

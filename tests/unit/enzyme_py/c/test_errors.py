@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import re
 
+import numpy as np
 import pytest
 
 from enzyme_py import ActivityError, UnsupportedError
@@ -24,13 +25,21 @@ def test_recursion_is_differentiated():
     assert _derive("fact", "active,const")(1.3, 4) == pytest.approx(4 * 1.3 ** 3, rel=1e-13)
 
 
-def test_reverse_refuses_a_recursive_function_writing_memory():
-    with pytest.raises(UnsupportedError, match=r"call to @fill_rec.recursive, which is not "
-                       r"inlined, writes memory through its argument %arg0 \(reverse mode runs "
-                       r"the callee again\)(.|\n)*at .*tests/unit/enzyme_py/c/errors\.c:29\n"
-                       r"  code: .*\n  fix: not supported yet: let the callee only read its "
-                       r"array arguments and return a value"):
-        _derive("fill_squares", "dup,dup,const")
+def test_reverse_through_a_recursive_function_writing_memory():
+    x, out, n = np.linspace(0.1, 1.0, 4), np.zeros(4), 4
+    d_out, dx = np.array([1.0, 2.0, 3.0, 4.0]), np.zeros(4)
+    _derive("fill_squares", "dup,dup,const")(out, d_out, x, dx, n)
+    np.testing.assert_allclose(dx, 2.0 * x * np.array([1.0, 2.0, 3.0, 4.0]), rtol=1e-15)
+    np.testing.assert_array_equal(d_out, np.zeros(4))
+    np.testing.assert_allclose(out, x * x, rtol=1e-15)
+
+
+def test_reverse_refuses_a_recursive_function_reading_memory_written_after_it():
+    with pytest.raises(UnsupportedError, match=r"call to @sum_rec.recursive, which is not "
+                       r"inlined, reads memory \(%arg0\) written after the call(.|\n)*at .*"
+                       r"tests/unit/enzyme_py/c/errors\.c:41\n  code: .*\n  fix: not supported "
+                       r"yet: pass the callee memory the caller does not change afterwards"):
+        _derive("sum_then_clear", "dup,const")
 
 
 def test_recursion_through_a_struct_result_is_refused_at_the_recursive_call():
@@ -87,7 +96,8 @@ def test_memory_without_shadow_suggests_malloc():
     ("fact", "active", "reverse", "@fact has 2 parameter(s) but 1 activities were given"),
     ("fact", "active,slow", "reverse", "unknown activity 'slow'"),
     ("nothere", "active", "reverse", "the C module defines no function 'nothere' (it defines "
-     "apply, bessel, fact, fill_rec, fill_squares, opaque, spread, width, zeroed)"),
+     "apply, bessel, fact, fill_rec, fill_squares, opaque, spread, sum_rec, sum_then_clear, "
+     "width, zeroed)"),
 ])
 def test_bad_activities(fn, acts, mode, message):
     with pytest.raises(ActivityError, match=re.escape(message)):
