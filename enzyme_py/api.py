@@ -5,33 +5,28 @@ first call with new argument types (from Python or from `@njit` code) specialise
 primal is captured for those types, differentiated by `ir_passes`, and linked back; later
 calls reuse the compiled specialisation.
 
-Mechanics: the dispatcher's body calls a stub whose inlined `@overload` runs at typing time and
-generates the wrapper for the concrete types (argument checks, the width-k tangent buffer),
-which in turn calls the derivative through a lazily built `@intrinsic`. Generated code names
+Mechanics: the dispatcher's body is generated per argument types (`njit_generated`): the
+wrapper for the concrete types (argument checks, the width-k tangent buffer), which calls the
+derivative through a lazily built `@intrinsic`. Generated code names
 arguments `a0, a1, ...`; the user's names only appear in messages.
 """
 from __future__ import annotations
 
 import functools
-import itertools
 import keyword
 
 import numpy as np
 from numba import njit
 from numba.core.dispatcher import Dispatcher
-from numba.extending import overload
 
 from ir_passes.errors import ActivityError
 
 from .activities import parse_spec
 from .call_checks import NAMESPACE as CHECKS
 from .call_boundary import guard_first_calls
-from .numba_bridge.link import lazy_intrinsic, njit_wrapper, raise_failed
+from .numba_bridge.link import lazy_intrinsic, njit_generated, raise_failed
 from .specialize import Specializer
 from .tape import claim, make_tape
-
-_stub_ids = itertools.count()
-
 
 def derive_diff(f, name: str | None, activities, mode: str = "reverse", *,
                 ret: str | tuple[str, ...] | None = None, return_primal: bool = False,
@@ -101,40 +96,25 @@ def derive_diff(f, name: str | None, activities, mode: str = "reverse", *,
                        params + ([d_ret] if d_ret else []))
 
 
-_NO_ENTRY_POINTS = {"no_cpython_wrapper": True, "no_cfunc_wrapper": True}
-
-
 def _dispatcher(name: str, specializer: Specializer, build, wrapper_source, params: list[str],
                 rest: bool = False) -> Dispatcher:
     """The njit dispatcher `name(*params)` (with `*rest` when `rest`) whose body is the
     wrapper `wrapper_source(argtypes)` writes per argument types, calling the derivative
-    `build(argtypes)` gives."""
+    `build(argtypes)` gives. The wrapper is the dispatcher's compiled body itself: an
+    exception leaves it with nothing held, and it is compiled once per signature."""
     call = lazy_intrinsic(f"enzyme_{_ident(name)}", build, deferred=True)
-    arglist = ", ".join(params + (["rest"] if rest else []))
-    stub_scope: dict = {}
-    exec(f"def stub({arglist}):\n    raise NotImplementedError\n", stub_scope)
-    stub = stub_scope["stub"]
-    stub.__name__ = stub.__qualname__ = f"__enzyme_stub_{next(_stub_ids)}"
+    as_name = name if name.isidentifier() else _ident(name)
 
     def make_impl(argtypes: tuple):
         scope = {"__call": call, "__raise_failed": raise_failed, "np": np,
                  "__make_tape": make_tape, "__claim": claim, **CHECKS}
         exec(wrapper_source(argtypes), scope)
-        return scope["impl"]
+        impl = scope["impl"]
+        impl.__name__ = impl.__qualname__ = as_name
+        return impl
 
-    typer_scope = {"make_impl": make_impl}
-    exec(f"def typer({arglist}):\n    return make_impl(({arglist},))\n", typer_scope)
-    # inlined: the wrapper is one function, so an exception leaves it with nothing held
-    # (compiled once on its own for its signature, then inlined: no Python or C entry point)
-    overload(stub, inline="always", jit_options=_NO_ENTRY_POINTS)(typer_scope["typer"])
-    if rest:
-        source = (f"def derivative({', '.join(params + ['*rest'])}):\n"
-                  f"    return stub({arglist})\n")
-    else:   # defaults: a call missing arguments reaches the typer, which names them
-        defaults = ", ".join(f"{a}=None" for a in params)
-        source = f"def derivative({defaults}):\n    return stub({arglist})\n"
-    dispatcher = njit_wrapper(source, "derivative", {"stub": stub},
-                              as_name=name if name.isidentifier() else _ident(name))
+    # defaults None: a call missing arguments reaches the wrapper, which names them
+    dispatcher = njit_generated(params, rest, make_impl, as_name)
     dispatcher.enzyme = specializer
     guard_first_calls(dispatcher, name, specializer.argument_labels())
     return dispatcher

@@ -8,7 +8,8 @@ a call with Numba's calling convention, propagating the status exactly as a call
 would -- or, ``deferred``, returning it for ``raise_failed`` to propagate once the caller has
 released its arrays. ``njit_wrapper`` compiles generated Python source (``def d_f(x, dx): return
 __call(x, dx)``) to a dispatcher callable from Python and from other ``@njit`` code, where the
-call is inlined.
+call is inlined; ``njit_generated`` makes a dispatcher whose body is generated per argument types
+and compiled once for them (no stub, overload or inlining in between).
 
 Errors from ``build`` reach the caller as themselves, with no wrapping on our side: Numba 0.68
 re-raises any exception from a typer that is not a ``numba.core.errors.NumbaError`` unchanged
@@ -30,6 +31,7 @@ from numba.core import cgutils
 from numba.core.callconv import excinfo_ptr_t
 from numba.core.codegen import CodeLibrary
 from numba.core.compiler_lock import global_compiler_lock
+from numba.core.dispatcher import _FunctionCompiler
 from numba.core.registry import cpu_target
 from numba.extending import intrinsic
 
@@ -37,7 +39,8 @@ from ir_passes.api import parse
 from ir_passes.errors import InvalidIRError
 from ir_passes.ordered_reductions import ordered_reductions
 
-__all__ = ["Built", "compile_library", "lazy_intrinsic", "llvm_abi", "njit_wrapper",
+__all__ = ["Built", "compile_library", "lazy_intrinsic", "llvm_abi", "njit_generated",
+           "njit_wrapper",
            "raise_failed", "unique_symbol"]
 
 _counter = itertools.count()
@@ -191,6 +194,39 @@ def njit_wrapper(source: str, name: str, namespace: dict, *, as_name: str | None
     if as_name is not None:
         fn.__name__ = fn.__qualname__ = as_name
     return njit(**njit_options)(fn)
+
+
+def njit_generated(params: list[str], rest: bool, generate: Callable[[tuple], Any], name: str,
+                   **njit_options):
+    """An njit dispatcher of `params` (each defaulting to None) or, with `rest`, of `params`
+    and ``*rest``, whose body for each set of argument types is the function
+    ``generate(argtypes)`` returns (same parameters; an omitted argument's type is ``none``),
+    compiled directly. Its ``py_func`` calls the dispatcher (so ``njit(d.py_func)`` works)."""
+    if rest:
+        signature = arguments = ", ".join(params + ["*rest"])
+    else:
+        signature, arguments = ", ".join(f"{a}=None" for a in params), ", ".join(params)
+    scope: dict = {}
+    dispatcher = njit_wrapper(f"def body({signature}):\n    return __self({arguments})\n",
+                              "body", scope, as_name=name, **njit_options)
+    dispatcher.py_func.__globals__["__self"] = dispatcher
+    base = dispatcher._compiler
+    dispatcher._compiler = _GeneratedCompiler(base.py_func, base.targetdescr,
+                                              base.targetoptions, base.locals,
+                                              base.pipeline_class, generate)
+    return dispatcher
+
+
+class _GeneratedCompiler(_FunctionCompiler):
+    """Numba's function compiler, compiling the generated body for the argument types."""
+
+    def __init__(self, py_func, targetdescr, targetoptions, locals_, pipeline_class, generate):
+        super().__init__(py_func, targetdescr, targetoptions, locals_, pipeline_class)
+        self._generate = generate
+
+    def _get_implementation(self, args, kws):
+        return self._generate(tuple(types.none if isinstance(a, types.Omitted) else a
+                                    for a in args))
 
 
 def llvm_abi(argtypes, restype) -> tuple[list[list[str]], str]:
