@@ -60,6 +60,17 @@ def compile_library(module_text: str, name: str, linking_libraries=()) -> CodeLi
     ``linking_libraries`` (e.g. the primal's library) supply functions the IR calls.
     Strict floating-point reductions are vectorised in order (bit-identical results).
     """
+    module = _checked_module(module_text)
+    with global_compiler_lock:
+        library = cpu_target.target_context.codegen().create_library(name)
+        _add_module(library, module, linking_libraries)
+        library.finalize()
+    return library
+
+
+def _checked_module(module_text: str) -> llvm.ModuleRef:
+    """``module_text`` parsed and verified, its exported functions external and not defined
+    by another library of this process."""
     module = parse(module_text)
     exported = []
     for fn in module.functions:
@@ -74,14 +85,25 @@ def compile_library(module_text: str, name: str, linking_libraries=()) -> CodeLi
         if clash:
             raise InvalidIRError(f"@{sorted(clash)[0]} is already defined in this process; "
                                  "use unique_symbol()")
-        library = cpu_target.target_context.codegen().create_library(name)
-        for linked in linking_libraries:
-            library.add_linking_library(linked)
-        library.add_llvm_module(module)
-        with ordered_reductions():    # strict sums vectorised in order, only in our code
-            library.finalize()
         _defined_symbols.update(exported)
-    return library
+    return module
+
+
+def _add_module(library: CodeLibrary, module: llvm.ModuleRef, linking_libraries) -> None:
+    """Add our `module` to the unfinalized `library`, whose finalisation (one LLVM
+    optimisation and code generation for all its code) then vectorises strict floating-point
+    reductions in order (only in our libraries)."""
+    for linked in linking_libraries:
+        library.add_linking_library(linked)
+    library.add_llvm_module(module)
+    if "finalize" not in library.__dict__:
+        finalize = library.finalize
+
+        def finalize_ordered():
+            with ordered_reductions():
+                finalize()
+
+        library.finalize = finalize_ordered
 
 
 @dataclass(frozen=True)
@@ -97,27 +119,28 @@ class Built:
 def lazy_intrinsic(name: str, build: Callable[[tuple], Built], *, deferred: bool = False):
     """An ``@intrinsic`` ``f(*args)`` calling ``build(argtypes).symbol``.
 
-    ``build`` runs once per distinct (unliteral) argument types, at typing time; the library of
-    each symbol it returns is compiled once and linked into every caller. By default an
-    exception of the callee leaves the caller at once (Numba's own convention). With
-    ``deferred=True`` the intrinsic never leaves its caller: it returns a ``(failed, code,
-    excinfo, value)`` outcome that ``raise_failed`` / ``outcome_value`` take apart (see
-    ``raise_failed`` for why).
+    ``build`` runs once per distinct (unliteral) argument types, at typing time, and its IR is
+    checked then. The first caller lowered compiles that IR as part of its own library (one
+    LLVM optimisation and code generation, not one more for a library of its own); later
+    callers link that library, as Numba links any callee. A ``Built`` with a ``library`` of
+    its own (e.g. shared by split halves) is linked as it is. By default an exception of the
+    callee leaves the caller at once (Numba's own convention). With ``deferred=True`` the
+    intrinsic never leaves its caller: it returns a ``(failed, code, excinfo, value)`` outcome
+    that ``raise_failed`` / ``outcome_value`` take apart (see ``raise_failed`` for why).
     """
-    specialisations: dict[tuple, tuple[Built, CodeLibrary] | Exception] = {}
-    libraries: dict[str, CodeLibrary] = {}   # by symbol: build may return one Built for several
+    specialisations: dict[tuple, Built | Exception] = {}
+    pending: dict[str, llvm.ModuleRef] = {}   # by symbol: checked, not yet in a library
+    homes: dict[str, CodeLibrary] = {}        # by symbol: the library compiling it
 
-    def specialise(argtypes: tuple) -> tuple[Built, CodeLibrary]:
+    def specialise(argtypes: tuple) -> Built:
         entry = specialisations.get(argtypes)
         if entry is None:
             try:
-                built = build(argtypes)
-                if built.library is not None:
-                    libraries[built.symbol] = built.library
-                if built.symbol not in libraries:
-                    libraries[built.symbol] = compile_library(built.module_text, name,
-                                                              built.linking_libraries)
-                entry = built, libraries[built.symbol]
+                entry = build(argtypes)
+                if entry.library is not None:
+                    homes[entry.symbol] = entry.library
+                elif entry.symbol not in homes and entry.symbol not in pending:
+                    pending[entry.symbol] = _checked_module(entry.module_text)
             except Exception as exc:  # cached: typing may ask again, build must not rerun
                 entry = exc
             specialisations[argtypes] = entry
@@ -125,16 +148,24 @@ def lazy_intrinsic(name: str, build: Callable[[tuple], Built], *, deferred: bool
             raise entry
         return entry
 
+    def link(built: Built, active: CodeLibrary) -> None:
+        home = homes.get(built.symbol)
+        if home is None:
+            _add_module(active, pending.pop(built.symbol), built.linking_libraries)
+            homes[built.symbol] = active
+        elif home is not active:
+            active.add_linking_library(home)
+
     def typer(typingctx, *args):
         if len(args) == 1 and isinstance(args[0], types.StarArgTuple):
             args = args[0].types
         argtypes = tuple(types.unliteral(a) for a in args)
-        built, library = specialise(argtypes)
+        built = specialise(argtypes)
 
         def codegen(context, builder, signature, llargs):
             argtys = signature.args[0].types
             values = cgutils.unpack_tuple(builder, llargs[0], len(argtys))
-            context.active_code_library.add_linking_library(library)
+            link(built, context.active_code_library)
             fnty = context.call_conv.get_function_type(built.restype, argtys)
             fn = cgutils.get_or_insert_function(builder.module, fnty, built.symbol)
             status, out = context.call_conv.call_function(builder, fn, built.restype, argtys,
