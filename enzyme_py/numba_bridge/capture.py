@@ -183,8 +183,23 @@ def _twin(dispatcher: Dispatcher) -> Dispatcher:
         options.update(no_cpython_wrapper=True, no_cfunc_wrapper=True)
         twin = jit(locals=dispatcher.locals, pipeline_class=_CapturingCompiler,
                    **options)(dispatcher.py_func)
+        twin._compiler._customize_flags = _lowered_only
+        twin.add_overload = functools.partial(_keep_overload, twin)
         _twins[dispatcher] = twin
     return twin
+
+
+def _lowered_only(flags):
+    """The twin's compile stops after lowering: its library is optimised and compiled to
+    machine code only if a derivative links it (``link.lazy_intrinsic`` links only libraries
+    defining a symbol the derivative uses)."""
+    flags.no_compile = True
+    return flags
+
+
+def _keep_overload(twin: Dispatcher, cres) -> None:
+    """Keep a compile result with no machine code (never called: nothing to dispatch to)."""
+    twin.overloads[tuple(cres.signature.args)] = cres
 
 
 # ---------------------------------------------------------------------------------------------

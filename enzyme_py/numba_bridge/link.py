@@ -33,6 +33,7 @@ from numba.core.codegen import CodeLibrary
 from numba.core.compiler_lock import global_compiler_lock
 from numba.core.dispatcher import _FunctionCompiler
 from numba.core.registry import cpu_target
+from numba.core.runtime import rtsys
 from numba.extending import intrinsic
 
 from ir_passes.api import parse
@@ -92,18 +93,46 @@ def _checked_module(module_text: str) -> llvm.ModuleRef:
 def _add_module(library: CodeLibrary, module: llvm.ModuleRef, linking_libraries) -> None:
     """Add our `module` to the unfinalized `library`, whose finalisation (one LLVM
     optimisation and code generation for all its code) then vectorises strict floating-point
-    reductions in order (only in our libraries)."""
-    for linked in linking_libraries:
-        library.add_linking_library(linked)
-    library.add_llvm_module(module)
+    reductions in order (only in our libraries). Of `linking_libraries`, only those defining
+    a symbol `module` declares are linked (a library compiled for nothing stays unfinalized).
+
+    The module joins the library when it is finalized, after the caller's own module: the
+    raw modules `capture` records per library are then linked in an order where each
+    `linkonce` definition is already referenced (LLVM's linker drops it otherwise).
+    """
+    declared = {v.name for v in (*module.functions, *module.global_variables)
+                if v.is_declaration}
+    for linked in (rtsys.library, *linking_libraries):
+        if declared & _defined_names(linked):
+            library.add_linking_library(linked)
+    pending = library.__dict__.setdefault("_enzyme_modules", [])
+    pending.append(module)
     if "finalize" not in library.__dict__:
         finalize = library.finalize
 
         def finalize_ordered():
+            while pending:
+                library.add_llvm_module(pending.pop(0))
             with ordered_reductions():
                 finalize()
 
         library.finalize = finalize_ordered
+
+
+def _defined_names(library: CodeLibrary) -> set[str]:
+    """What `library` and the libraries it links, except Numba's runtime (which defines
+    `NRT_incref` and the like), define (finalized or not)."""
+    names, stack, seen = set(), [library], {id(rtsys.library)} - {id(library)}
+    while stack:
+        lib = stack.pop()
+        if id(lib) in seen:
+            continue
+        seen.add(id(lib))
+        module = lib._final_module
+        names.update(v.name for v in (*module.functions, *module.global_variables)
+                     if not v.is_declaration)
+        stack.extend(lib._linking_libraries)
+    return names
 
 
 @dataclass(frozen=True)
