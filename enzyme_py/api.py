@@ -24,13 +24,14 @@ from ir_passes.errors import ActivityError
 from .activities import parse_spec
 from .call_checks import NAMESPACE as CHECKS
 from .call_boundary import guard_first_calls
+from .disk_cache import DerivativeCache, fingerprint
 from .numba_bridge.link import lazy_intrinsic, njit_generated, raise_failed
 from .specialize import Specializer
 from .tape import claim, make_tape
 
 def derive_diff(f, name: str | None, activities, mode: str = "reverse", *,
                 ret: str | tuple[str, ...] | None = None, return_primal: bool = False,
-                width: int = 1, vector_math: bool = True) -> Dispatcher:
+                width: int = 1, vector_math: bool = True, cache: bool = False) -> Dispatcher:
     """The derivative of `f` (a Python function or `numba.njit` dispatcher), as a Numba
     dispatcher named `name` (default `d_<f's name>`).
 
@@ -68,6 +69,12 @@ def derive_diff(f, name: str | None, activities, mode: str = "reverse", *,
     libmvec for sin, cos, exp, log, pow, tanh, ... (x86-64 Linux; elsewhere nothing changes).
     Results may differ from scalar libm by up to 4 ulp; `vector_math=False` keeps scalar libm.
 
+    `cache=True`: each compiled specialisation is also stored on disk, where Numba caches
+    the primal (`__pycache__` beside its file, or `NUMBA_CACHE_DIR`), and later processes
+    load it instead of compiling, while the primal's code (and the `@njit` functions it
+    calls), the activities, the options and the versions of enzyme_py, Numba and llvmlite
+    are unchanged. Not for mode="split"; `f` must be defined in a file.
+
     Errors: `ActivityError` (a ValueError) for a bad specification, raised here, or at the
     first call when it depends on types (e.g. an int passed for an "active" float);
     `ArgumentError` (an ActivityError) at a call whose arguments do not fit: missing
@@ -81,8 +88,12 @@ def derive_diff(f, name: str | None, activities, mode: str = "reverse", *,
     spec = parse_spec(primal.py_func, activities, mode, ret, width, return_primal,
                       inner.argument_labels() if inner is not None else None)
     name = name or f"d_{primal.py_func.__name__}"
-    if not isinstance(vector_math, bool):
-        raise TypeError(f"vector_math must be True or False, not {vector_math!r}")
+    for option, value in (("vector_math", vector_math), ("cache", cache)):
+        if not isinstance(value, bool):
+            raise TypeError(f"{option} must be True or False, not {value!r}")
+    if cache and spec.split:
+        raise ValueError("cache=True is not supported with mode='split' yet: each process "
+                         "compiles its split derivatives")
     specializer = Specializer(primal, name, spec, vector_math)
     params = specializer.wrapper_params()
     if spec.split:
@@ -92,8 +103,21 @@ def derive_diff(f, name: str | None, activities, mode: str = "reverse", *,
                           specializer.reverse_half_source, params, rest=True)
         return fwd, rev
     d_ret = specializer.d_ret_param()         # reverse mode: optional trailing adjoint
-    return _dispatcher(name, specializer, specializer.build, specializer.wrapper_source,
-                       params + ([d_ret] if d_ret else []))
+    dispatcher = _dispatcher(name, specializer, specializer.build, specializer.wrapper_source,
+                             params + ([d_ret] if d_ret else []))
+    if cache:
+        _enable_cache(dispatcher, primal, name, (spec, vector_math))
+    return dispatcher
+
+
+def _enable_cache(dispatcher: Dispatcher, primal: Dispatcher, name: str, parts: tuple) -> None:
+    """Store `dispatcher`'s specialisations on disk (`disk_cache`)."""
+    try:
+        dispatcher._cache = DerivativeCache(dispatcher.py_func, primal.py_func, _ident(name),
+                                            lambda: fingerprint(primal, parts))
+    except RuntimeError as exc:      # Numba finds no cache directory for the primal's file
+        raise ValueError(f"cache=True: {exc} (define the function in a file, or set "
+                         "NUMBA_CACHE_DIR)") from None
 
 
 def _dispatcher(name: str, specializer: Specializer, build, wrapper_source, params: list[str],
@@ -106,8 +130,9 @@ def _dispatcher(name: str, specializer: Specializer, build, wrapper_source, para
     as_name = name if name.isidentifier() else _ident(name)
 
     def make_impl(argtypes: tuple):
-        scope = {"__call": call, "__raise_failed": raise_failed, "np": np,
-                 "__make_tape": make_tape, "__claim": claim, **CHECKS}
+        # a module name: Numba then pickles the wrapper's globals by reference (disk cache)
+        scope = {"__name__": __name__, "__call": call, "__raise_failed": raise_failed,
+                 "np": np, "__make_tape": make_tape, "__claim": claim, **CHECKS}
         exec(wrapper_source(argtypes), scope)
         impl = scope["impl"]
         impl.__name__ = impl.__qualname__ = as_name
@@ -128,14 +153,14 @@ def _ident(name: str) -> str:
 
 class autodiff:
     """`@autodiff(mode="reverse", args=("dup", "const"), name=None, ret=None,
-    return_primal=False, width=1, vector_math=True, **njit_options)`: a primal that knows its
-    derivative.
+    return_primal=False, width=1, vector_math=True, cache=False, **njit_options)`: a primal
+    that knows its derivative.
 
-    Decorates a plain Python function (compiled with `numba.njit(**njit_options)`) or an
-    existing njit dispatcher. Calling the result runs the primal; `.derivative` is what
-    `derive_diff(f, name or "d_<f>", args, mode, ret=..., return_primal=..., width=...,
-    vector_math=...)`
-    returns (see `derive_diff` for activities, calling conventions and errors);
+    Decorates a plain Python function (compiled with `numba.njit(cache=cache,
+    **njit_options)`) or an existing njit dispatcher. Calling the result runs the primal;
+    `.derivative` is what `derive_diff(f, name or "d_<f>", args, mode, ret=...,
+    return_primal=..., width=..., vector_math=..., cache=...)` returns (see `derive_diff`
+    for activities, calling conventions, errors and the on-disk cache);
     `.inspect(stage)` returns the IR text of a stage ("primal", "preprocessed", "activity",
     "derivative", "optimized") for every signature the derivative was called with so far.
     A bad `args` raises `ActivityError` at decoration time.
@@ -143,9 +168,10 @@ class autodiff:
 
     def __init__(self, fn=None, *, mode: str = "reverse", args=None, name: str | None = None,
                  ret=None, return_primal: bool = False, width: int = 1,
-                 vector_math: bool = True, **njit_options) -> None:
+                 vector_math: bool = True, cache: bool = False, **njit_options) -> None:
         self._options = dict(mode=mode, args=args, name=name, ret=ret,
-                             return_primal=return_primal, width=width, vector_math=vector_math)
+                             return_primal=return_primal, width=width, vector_math=vector_math,
+                             cache=cache)
         self._njit_options = njit_options
         self.primal = None
         self.derivative = None
@@ -156,11 +182,13 @@ class autodiff:
         o = self._options
         if o["args"] is None:
             raise ActivityError("@autodiff needs args=(...) with one activity per parameter")
-        self.primal = fn if isinstance(fn, Dispatcher) else njit(**self._njit_options)(fn)
+        self.primal = fn if isinstance(fn, Dispatcher) else \
+            njit(cache=o["cache"], **self._njit_options)(fn)
         pyname = self.primal.py_func.__name__
         self.derivative = derive_diff(self.primal, o["name"] or f"d_{pyname}", o["args"],
                                       o["mode"], ret=o["ret"], return_primal=o["return_primal"],
-                                      width=o["width"], vector_math=o["vector_math"])
+                                      width=o["width"], vector_math=o["vector_math"],
+                                      cache=o["cache"])
         functools.update_wrapper(self, self.primal.py_func)
 
     def __call__(self, *args):
