@@ -78,6 +78,8 @@ def _recording_add_llvm_module(self, ll_module):
     if not all(fn.name.startswith(_WRAPPERS) for fn in ll_module.functions
                if not fn.is_declaration):
         _raw_modules.setdefault(self, []).append(zlib.compress(str(ll_module).encode(), 1))
+    if getattr(self, "_enzyme_capture_only", False):   # a twin's: optimised only if linked
+        return self._final_module.link_in(ll_module)
     return _original_add_llvm_module(self, ll_module)
 
 
@@ -101,6 +103,7 @@ class _LocatingLower(Lower):
 
     def pre_lower(self):
         super().pre_lower()
+        self.library._enzyme_capture_only = True
         module = self.module
         self._files = {}
         path = self.func_ir.loc.filename
