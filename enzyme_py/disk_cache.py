@@ -7,16 +7,16 @@ cache the primal (Numba's cache locators: `__pycache__` next to the primal's sou
 under the argument types, the CPU (Numba's codegen magic tuple) and a `fingerprint` of what
 the derivative is made from: the activity specification and options, the versions of Python,
 Numba and llvmlite, the sources of `enzyme_py` and `ir_passes` (sizes and modification
-times), and the primal's code -- its bytecode, constants, closure and the globals it reads,
-followed through the `@njit` functions it calls, with their derivative rules. As in Numba's
-own cache, the index is also stamped with the primal's source file: editing that file starts
-the derivative's cache again.
+times), the rules given to `register_rule`, and the primal's code -- its bytecode, constants,
+closure and the globals it reads, followed through the `@njit` functions it calls, with
+their registered derivatives. As in Numba's own cache, the index is also stamped with the
+primal's source file: editing that file starts the derivative's cache again.
 
-A second process then pays for reading one file and loading its object code (after
-libmvec, which vector-math calls resolve against). An entry that
-cannot be read (a corrupted file: its SHA-256 digest does not match, or it does not unpickle)
-is reported by a `RuntimeWarning` and compiled again, which replaces it; a cache that cannot
-be written keeps nothing (the cache is only a speed-up).
+A second process then pays for reading one file and loading its object code (after libmvec,
+which vector-math calls resolve against). An entry that cannot be read (a corrupted file: its
+SHA-256 digest does not match, or it does not unpickle) is reported by a `RuntimeWarning` and
+compiled again, which replaces it; a cache that cannot be written keeps nothing (the cache is
+only a speed-up).
 """
 from __future__ import annotations
 
@@ -37,6 +37,8 @@ from numba.core.dispatcher import Dispatcher
 from numba.core.serialize import dumps
 
 from ir_passes.vector_math import libmvec_variants
+
+from .rules import registered_rules
 
 __all__ = ["DerivativeCache", "fingerprint"]
 
@@ -115,7 +117,11 @@ def fingerprint(primal: Dispatcher, parts: tuple) -> str:
     """A digest of `parts` (activities and options), the versions and sources the
     derivative is compiled with, and the primal's code with what it calls."""
     h = hashlib.sha256(repr((parts, _versions())).encode())
-    _CodeWalker(h).value(primal)
+    walker = _CodeWalker(h)
+    walker.value(primal)
+    for symbol, partials in sorted(registered_rules().items()):   # rules of external calls
+        walker.write("register_rule", symbol)
+        walker.value(partials)
     return h.hexdigest()
 
 
