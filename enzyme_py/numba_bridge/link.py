@@ -102,7 +102,8 @@ def _add_module(library: CodeLibrary, module: llvm.ModuleRef, linking_libraries)
     """
     declared = {v.name for v in (*module.functions, *module.global_variables)
                 if v.is_declaration}
-    for linked in (rtsys.library, *linking_libraries):
+    runtime = _runtime_library()
+    for linked in (runtime, *linking_libraries):
         if declared & _defined_names(linked):
             library.add_linking_library(linked)
     pending = library.__dict__.setdefault("_enzyme_modules", [])
@@ -119,10 +120,17 @@ def _add_module(library: CodeLibrary, module: llvm.ModuleRef, linking_libraries)
         library.finalize = finalize_ordered
 
 
+def _runtime_library() -> CodeLibrary:
+    """Numba's runtime library (it defines `NRT_incref` and the like), initialised first if
+    no Numba compile did yet (e.g. the C front end)."""
+    rtsys.initialize(cpu_target.target_context)
+    return rtsys.library
+
+
 def _defined_names(library: CodeLibrary) -> set[str]:
     """What `library` and the libraries it links, except Numba's runtime (which defines
     `NRT_incref` and the like), define (finalized or not)."""
-    names, stack, seen = set(), [library], {id(rtsys.library)} - {id(library)}
+    names, stack, seen = set(), [library], {id(_runtime_library())} - {id(library)}
     while stack:
         lib = stack.pop()
         if id(lib) in seen:
