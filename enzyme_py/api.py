@@ -5,37 +5,33 @@ first call with new argument types (from Python or from `@njit` code) specialise
 primal is captured for those types, differentiated by `ir_passes`, and linked back; later
 calls reuse the compiled specialisation.
 
-Mechanics: the dispatcher's body calls a stub whose inlined `@overload` runs at typing time and
-generates the wrapper for the concrete types (argument checks, the width-k tangent buffer),
-which in turn calls the derivative through a lazily built `@intrinsic`. Generated code names
+Mechanics: the dispatcher's body is generated per argument types (`njit_generated`): the
+wrapper for the concrete types (argument checks, the width-k tangent buffer), which calls the
+derivative through a lazily built `@intrinsic`. Generated code names
 arguments `a0, a1, ...`; the user's names only appear in messages.
 """
 from __future__ import annotations
 
 import functools
-import itertools
 import keyword
 
 import numpy as np
 from numba import njit
 from numba.core.dispatcher import Dispatcher
-from numba.extending import overload
 
 from ir_passes.errors import ActivityError
 
 from .activities import parse_spec
 from .call_checks import NAMESPACE as CHECKS
 from .call_boundary import guard_first_calls
-from .numba_bridge.link import lazy_intrinsic, njit_wrapper, raise_failed
+from .disk_cache import DerivativeCache, fingerprint
+from .numba_bridge.link import lazy_intrinsic, njit_generated, raise_failed
 from .specialize import Specializer
 from .tape import claim, make_tape
 
-_stub_ids = itertools.count()
-
-
 def derive_diff(f, name: str | None, activities, mode: str = "reverse", *,
                 ret: str | tuple[str, ...] | None = None, return_primal: bool = False,
-                width: int = 1, vector_math: bool = True) -> Dispatcher:
+                width: int = 1, vector_math: bool = True, cache: bool = False) -> Dispatcher:
     """The derivative of `f` (a Python function or `numba.njit` dispatcher), as a Numba
     dispatcher named `name` (default `d_<f's name>`).
 
@@ -73,6 +69,12 @@ def derive_diff(f, name: str | None, activities, mode: str = "reverse", *,
     libmvec for sin, cos, exp, log, pow, tanh, ... (x86-64 Linux; elsewhere nothing changes).
     Results may differ from scalar libm by up to 4 ulp; `vector_math=False` keeps scalar libm.
 
+    `cache=True`: each compiled specialisation is also stored on disk, where Numba caches
+    the primal (`__pycache__` beside its file, or `NUMBA_CACHE_DIR`), and later processes
+    load it instead of compiling, while the primal's code (and the `@njit` functions it
+    calls), the activities, the options and the versions of enzyme_py, Numba and llvmlite
+    are unchanged. Not for mode="split"; `f` must be defined in a file.
+
     Errors: `ActivityError` (a ValueError) for a bad specification, raised here, or at the
     first call when it depends on types (e.g. an int passed for an "active" float);
     `ArgumentError` (an ActivityError) at a call whose arguments do not fit: missing
@@ -86,8 +88,12 @@ def derive_diff(f, name: str | None, activities, mode: str = "reverse", *,
     spec = parse_spec(primal.py_func, activities, mode, ret, width, return_primal,
                       inner.argument_labels() if inner is not None else None)
     name = name or f"d_{primal.py_func.__name__}"
-    if not isinstance(vector_math, bool):
-        raise TypeError(f"vector_math must be True or False, not {vector_math!r}")
+    for option, value in (("vector_math", vector_math), ("cache", cache)):
+        if not isinstance(value, bool):
+            raise TypeError(f"{option} must be True or False, not {value!r}")
+    if cache and spec.split:
+        raise ValueError("cache=True is not supported with mode='split' yet: each process "
+                         "compiles its split derivatives")
     specializer = Specializer(primal, name, spec, vector_math)
     params = specializer.wrapper_params()
     if spec.split:
@@ -97,44 +103,43 @@ def derive_diff(f, name: str | None, activities, mode: str = "reverse", *,
                           specializer.reverse_half_source, params, rest=True)
         return fwd, rev
     d_ret = specializer.d_ret_param()         # reverse mode: optional trailing adjoint
-    return _dispatcher(name, specializer, specializer.build, specializer.wrapper_source,
-                       params + ([d_ret] if d_ret else []))
+    dispatcher = _dispatcher(name, specializer, specializer.build, specializer.wrapper_source,
+                             params + ([d_ret] if d_ret else []))
+    if cache:
+        _enable_cache(dispatcher, primal, name, (spec, vector_math))
+    return dispatcher
 
 
-_NO_ENTRY_POINTS = {"no_cpython_wrapper": True, "no_cfunc_wrapper": True}
+def _enable_cache(dispatcher: Dispatcher, primal: Dispatcher, name: str, parts: tuple) -> None:
+    """Store `dispatcher`'s specialisations on disk (`disk_cache`)."""
+    try:
+        dispatcher._cache = DerivativeCache(dispatcher.py_func, primal.py_func, _ident(name),
+                                            lambda: fingerprint(primal, parts))
+    except RuntimeError as exc:      # Numba finds no cache directory for the primal's file
+        raise ValueError(f"cache=True: {exc} (define the function in a file, or set "
+                         "NUMBA_CACHE_DIR)") from None
 
 
 def _dispatcher(name: str, specializer: Specializer, build, wrapper_source, params: list[str],
                 rest: bool = False) -> Dispatcher:
     """The njit dispatcher `name(*params)` (with `*rest` when `rest`) whose body is the
     wrapper `wrapper_source(argtypes)` writes per argument types, calling the derivative
-    `build(argtypes)` gives."""
+    `build(argtypes)` gives. The wrapper is the dispatcher's compiled body itself: an
+    exception leaves it with nothing held, and it is compiled once per signature."""
     call = lazy_intrinsic(f"enzyme_{_ident(name)}", build, deferred=True)
-    arglist = ", ".join(params + (["rest"] if rest else []))
-    stub_scope: dict = {}
-    exec(f"def stub({arglist}):\n    raise NotImplementedError\n", stub_scope)
-    stub = stub_scope["stub"]
-    stub.__name__ = stub.__qualname__ = f"__enzyme_stub_{next(_stub_ids)}"
+    as_name = name if name.isidentifier() else _ident(name)
 
     def make_impl(argtypes: tuple):
-        scope = {"__call": call, "__raise_failed": raise_failed, "np": np,
-                 "__make_tape": make_tape, "__claim": claim, **CHECKS}
+        # a module name: Numba then pickles the wrapper's globals by reference (disk cache)
+        scope = {"__name__": __name__, "__call": call, "__raise_failed": raise_failed,
+                 "np": np, "__make_tape": make_tape, "__claim": claim, **CHECKS}
         exec(wrapper_source(argtypes), scope)
-        return scope["impl"]
+        impl = scope["impl"]
+        impl.__name__ = impl.__qualname__ = as_name
+        return impl
 
-    typer_scope = {"make_impl": make_impl}
-    exec(f"def typer({arglist}):\n    return make_impl(({arglist},))\n", typer_scope)
-    # inlined: the wrapper is one function, so an exception leaves it with nothing held
-    # (compiled once on its own for its signature, then inlined: no Python or C entry point)
-    overload(stub, inline="always", jit_options=_NO_ENTRY_POINTS)(typer_scope["typer"])
-    if rest:
-        source = (f"def derivative({', '.join(params + ['*rest'])}):\n"
-                  f"    return stub({arglist})\n")
-    else:   # defaults: a call missing arguments reaches the typer, which names them
-        defaults = ", ".join(f"{a}=None" for a in params)
-        source = f"def derivative({defaults}):\n    return stub({arglist})\n"
-    dispatcher = njit_wrapper(source, "derivative", {"stub": stub},
-                              as_name=name if name.isidentifier() else _ident(name))
+    # defaults None: a call missing arguments reaches the wrapper, which names them
+    dispatcher = njit_generated(params, rest, make_impl, as_name)
     dispatcher.enzyme = specializer
     guard_first_calls(dispatcher, name, specializer.argument_labels())
     return dispatcher
@@ -148,14 +153,14 @@ def _ident(name: str) -> str:
 
 class autodiff:
     """`@autodiff(mode="reverse", args=("dup", "const"), name=None, ret=None,
-    return_primal=False, width=1, vector_math=True, **njit_options)`: a primal that knows its
-    derivative.
+    return_primal=False, width=1, vector_math=True, cache=False, **njit_options)`: a primal
+    that knows its derivative.
 
-    Decorates a plain Python function (compiled with `numba.njit(**njit_options)`) or an
-    existing njit dispatcher. Calling the result runs the primal; `.derivative` is what
-    `derive_diff(f, name or "d_<f>", args, mode, ret=..., return_primal=..., width=...,
-    vector_math=...)`
-    returns (see `derive_diff` for activities, calling conventions and errors);
+    Decorates a plain Python function (compiled with `numba.njit(cache=cache,
+    **njit_options)`) or an existing njit dispatcher. Calling the result runs the primal;
+    `.derivative` is what `derive_diff(f, name or "d_<f>", args, mode, ret=...,
+    return_primal=..., width=..., vector_math=..., cache=...)` returns (see `derive_diff`
+    for activities, calling conventions, errors and the on-disk cache);
     `.inspect(stage)` returns the IR text of a stage ("primal", "preprocessed", "activity",
     "derivative", "optimized") for every signature the derivative was called with so far.
     A bad `args` raises `ActivityError` at decoration time.
@@ -163,9 +168,10 @@ class autodiff:
 
     def __init__(self, fn=None, *, mode: str = "reverse", args=None, name: str | None = None,
                  ret=None, return_primal: bool = False, width: int = 1,
-                 vector_math: bool = True, **njit_options) -> None:
+                 vector_math: bool = True, cache: bool = False, **njit_options) -> None:
         self._options = dict(mode=mode, args=args, name=name, ret=ret,
-                             return_primal=return_primal, width=width, vector_math=vector_math)
+                             return_primal=return_primal, width=width, vector_math=vector_math,
+                             cache=cache)
         self._njit_options = njit_options
         self.primal = None
         self.derivative = None
@@ -176,11 +182,13 @@ class autodiff:
         o = self._options
         if o["args"] is None:
             raise ActivityError("@autodiff needs args=(...) with one activity per parameter")
-        self.primal = fn if isinstance(fn, Dispatcher) else njit(**self._njit_options)(fn)
+        self.primal = fn if isinstance(fn, Dispatcher) else \
+            njit(cache=o["cache"], **self._njit_options)(fn)
         pyname = self.primal.py_func.__name__
         self.derivative = derive_diff(self.primal, o["name"] or f"d_{pyname}", o["args"],
                                       o["mode"], ret=o["ret"], return_primal=o["return_primal"],
-                                      width=o["width"], vector_math=o["vector_math"])
+                                      width=o["width"], vector_math=o["vector_math"],
+                                      cache=o["cache"])
         functools.update_wrapper(self, self.primal.py_func)
 
     def __call__(self, *args):

@@ -105,38 +105,37 @@ def _same_dtype(label: str, got, expected) -> None:
 
 
 def _overlap_lines(buffers: list[Buffer]) -> list[str]:
-    """Every pair of array arguments of which one is written must not share memory."""
-    lines = []
-    for i, a in enumerate(buffers):
-        for b in buffers[i + 1:]:
-            if not (a.written or b.written):
-                continue
-            w = a if a.written else b
-            msg = (f"{a.label} and {b.label} overlap in memory: the derivative writes "
-                   f"{w.label} and assumes no other array argument shares its memory "
-                   "(pass separate arrays, e.g. a copy)")
-            lines += [f"    if __overlap({a.ident}, {b.ident}):",
-                      f"        raise __ArgumentError({msg!r})"]
+    """Every pair of array arguments of which one is written must not share memory: each
+    array's address range is computed once (`_extent`, compiled once per ndim), the pairs
+    compare ranges inline."""
+    pairs = [(a, b) for i, a in enumerate(buffers) for b in buffers[i + 1:]
+             if a.written or b.written]
+    extent = {id(x): f"__e{k}" for k, x in enumerate(buffers)
+              if any(x is a or x is b for a, b in pairs)}
+    lines = [f"    {extent[id(x)]} = __extent({x.ident}.ctypes.data, {x.ident}.itemsize, "
+             f"{x.ident}.shape, {x.ident}.strides)" for x in buffers if id(x) in extent]
+    for a, b in pairs:
+        w = a if a.written else b
+        msg = (f"{a.label} and {b.label} overlap in memory: the derivative writes "
+               f"{w.label} and assumes no other array argument shares its memory "
+               "(pass separate arrays, e.g. a copy)")
+        ea, eb = extent[id(a)], extent[id(b)]
+        lines += [f"    if {ea}[0] < {eb}[1] and {eb}[0] < {ea}[1]:",
+                  f"        raise __ArgumentError({msg!r})"]
     return lines
 
 
 @register_jitable
-def overlap(a, b):
-    """Whether the address ranges spanned by arrays `a` and `b` intersect (conservative for
-    interleaved views, which span each other's range without sharing an element)."""
-    if a.size == 0 or b.size == 0:
-        return False
-    alo, ahi = _extent(a)
-    blo, bhi = _extent(b)
-    return alo < bhi and blo < ahi
-
-
-@register_jitable
-def _extent(a):
-    lo = a.ctypes.data
-    hi = lo + a.itemsize
-    for k in range(a.ndim):
-        span = (a.shape[k] - 1) * a.strides[k]
+def _extent(data, itemsize, shape, strides):
+    """The address range `[lo, hi)` an array spans (empty, `(0, 0)`, for no element;
+    conservative for interleaved views, which span each other's range without sharing an
+    element)."""
+    lo = data
+    hi = lo + itemsize
+    for k in range(len(shape)):
+        if shape[k] == 0:
+            return 0, 0
+        span = (shape[k] - 1) * strides[k]
         if span < 0:
             lo += span
         else:
@@ -144,4 +143,4 @@ def _extent(a):
     return lo, hi
 
 
-NAMESPACE = {"__ArgumentError": ArgumentError, "__overlap": overlap}
+NAMESPACE = {"__ArgumentError": ArgumentError, "__extent": _extent}

@@ -19,6 +19,8 @@ from ir_passes.api import Partials, defrule, lookup
 from ir_passes.known.calls import demangle_numba, known_problem
 from ir_passes.known.model import known_call
 
+_REGISTERED: dict[str, Partials] = {}     # what register_rule was given, by symbol
+
 
 def register_rule(symbol: str, partials: Partials) -> None:
     """Give the external scalar function `symbol` (as called in the IR, e.g. a C function
@@ -40,6 +42,12 @@ def register_rule(symbol: str, partials: Partials) -> None:
     if lookup(symbol) is not None:
         raise ValueError(f"a derivative rule for '{symbol}' is already registered")
     defrule(symbol)(partials)
+    _REGISTERED[symbol] = partials
+
+
+def registered_rules() -> dict[str, Partials]:
+    """The rules given to `register_rule` so far (the disk cache's fingerprint reads them)."""
+    return dict(_REGISTERED)
 
 
 def _not_scalar(symbol: str) -> str | None:
@@ -64,4 +72,4 @@ def _not_scalar(symbol: str) -> str | None:
     return None
 
 
-__all__ = ["register_rule"]
+__all__ = ["register_rule", "registered_rules"]

@@ -229,7 +229,7 @@ class Specializer:
         restype = capture(self.primal, _writable(primal_types)).restype
         seeds = d_ret_arguments(self.spec, restype, rest[0] if len(rest) == 2 else None,
                                 "d_ret", self.primal.py_func.__name__)
-        lines = [f"def impl({', '.join(params)}, rest):", f"    tape = rest[{len(rest) - 1}]"]
+        lines = [f"def impl({', '.join(params)}, *rest):", f"    tape = rest[{len(rest) - 1}]"]
         lines += ["    d_ret = rest[0]"] if len(rest) == 2 else []
         lines += check_lines("reverse", 1, self._checked_params(params, argtypes),
                              self._written_arrays(primal_types),

@@ -7,21 +7,16 @@ for those types. The helpers (`grad`, `jacobian`, ...) are built on it.
 """
 from __future__ import annotations
 
-import itertools
 from types import FunctionType
 
 import numpy as np
 from numba import types
-from numba.extending import overload
 
 from ir_passes.errors import ActivityError
 
 from .api import as_dispatcher
 from .call_boundary import guard_first_calls
-from .numba_bridge.link import njit_wrapper
-
-_ids = itertools.count()
-
+from .numba_bridge.link import njit_generated
 
 def primal_of(f):
     """`f` as a dispatcher (`api.as_dispatcher`), the same one for the same plain function
@@ -35,13 +30,9 @@ def primal_of(f):
 
 def typed_dispatcher(name: str, labels: list[str], make_impl):
     """An njit dispatcher of `len(labels)` arguments (`labels` name them in messages) whose
-    body for argument types `t` is `make_impl(t)` (types unliteral, computed once per `t`)."""
+    body for argument types `t` is `make_impl(t)` (types unliteral, computed once per `t`),
+    compiled directly (`njit_generated`)."""
     params = [f"a{i}" for i in range(len(labels))]
-    arglist = ", ".join(params)
-    scope: dict = {}
-    exec(f"def stub({arglist}):\n    raise NotImplementedError\n", scope)
-    stub = scope["stub"]
-    stub.__name__ = stub.__qualname__ = f"__enzyme_helper_{next(_ids)}"
     impls: dict = {}
 
     def impl_for(argtypes: tuple):
@@ -50,12 +41,7 @@ def typed_dispatcher(name: str, labels: list[str], make_impl):
             impls[key] = make_impl(key)
         return impls[key]
 
-    typer_scope = {"impl_for": impl_for}
-    exec(f"def typer({arglist}):\n    return impl_for(({arglist},))\n", typer_scope)
-    overload(stub)(typer_scope["typer"])
-    defaults = ", ".join(f"{a}=None" for a in params)
-    source = f"def helper({defaults}):\n    return stub({arglist})\n"
-    dispatcher = njit_wrapper(source, "helper", {"stub": stub}, as_name=name)
+    dispatcher = njit_generated(params, False, impl_for, name)
     guard_first_calls(dispatcher, name, labels)
     return dispatcher
 

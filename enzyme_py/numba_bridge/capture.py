@@ -86,6 +86,8 @@ def _recording_add_llvm_module(self, ll_module):
             if not fn.is_declaration and not str(fn.linkage).endswith(("internal", "private")) \
                     and _definer(fn.name) is None:
                 _definers[fn.name] = weakref.ref(self)
+    if getattr(self, "_enzyme_capture_only", False):   # a twin's: optimised only if linked
+        return self._final_module.link_in(ll_module)
     return _original_add_llvm_module(self, ll_module)
 
 
@@ -109,6 +111,7 @@ class _LocatingLower(Lower):
 
     def pre_lower(self):
         super().pre_lower()
+        self.library._enzyme_capture_only = True
         module = self.module
         self._files = {}
         path = self.func_ir.loc.filename
@@ -191,8 +194,23 @@ def _twin(dispatcher: Dispatcher) -> Dispatcher:
         options.update(no_cpython_wrapper=True, no_cfunc_wrapper=True)
         twin = jit(locals=dispatcher.locals, pipeline_class=_CapturingCompiler,
                    **options)(dispatcher.py_func)
+        twin._compiler._customize_flags = _lowered_only
+        twin.add_overload = functools.partial(_keep_overload, twin)
         _twins[dispatcher] = twin
     return twin
+
+
+def _lowered_only(flags):
+    """The twin's compile stops after lowering: its library is optimised and compiled to
+    machine code only if a derivative links it (``link.lazy_intrinsic`` links only libraries
+    defining a symbol the derivative uses)."""
+    flags.no_compile = True
+    return flags
+
+
+def _keep_overload(twin: Dispatcher, cres) -> None:
+    """Keep a compile result with no machine code (never called: nothing to dispatch to)."""
+    twin.overloads[tuple(cres.signature.args)] = cres
 
 
 # ---------------------------------------------------------------------------------------------

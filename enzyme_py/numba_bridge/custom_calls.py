@@ -46,6 +46,11 @@ def add_rules(rules: Rules) -> None:
     _RULES[rules.function] = rules
 
 
+def registered_rules(function: Dispatcher) -> Rules | None:
+    """The rules registered for `function`, if any."""
+    return _RULES.get(function)
+
+
 def opaque_symbols() -> set[str]:
     """The symbols of every compiled signature of the functions with rules, each with its
     record (made on first sight)."""

@@ -8,7 +8,8 @@ a call with Numba's calling convention, propagating the status exactly as a call
 would -- or, ``deferred``, returning it for ``raise_failed`` to propagate once the caller has
 released its arrays. ``njit_wrapper`` compiles generated Python source (``def d_f(x, dx): return
 __call(x, dx)``) to a dispatcher callable from Python and from other ``@njit`` code, where the
-call is inlined.
+call is inlined; ``njit_generated`` makes a dispatcher whose body is generated per argument types
+and compiled once for them (no stub, overload or inlining in between).
 
 Errors from ``build`` reach the caller as themselves, with no wrapping on our side: Numba 0.68
 re-raises any exception from a typer that is not a ``numba.core.errors.NumbaError`` unchanged
@@ -30,14 +31,17 @@ from numba.core import cgutils
 from numba.core.callconv import excinfo_ptr_t
 from numba.core.codegen import CodeLibrary
 from numba.core.compiler_lock import global_compiler_lock
+from numba.core.dispatcher import _FunctionCompiler
 from numba.core.registry import cpu_target
+from numba.core.runtime import rtsys
 from numba.extending import intrinsic
 
 from ir_passes.api import parse
 from ir_passes.errors import InvalidIRError
 from ir_passes.ordered_reductions import ordered_reductions
 
-__all__ = ["Built", "compile_library", "lazy_intrinsic", "llvm_abi", "njit_wrapper",
+__all__ = ["Built", "compile_library", "lazy_intrinsic", "llvm_abi", "njit_generated",
+           "njit_wrapper",
            "raise_failed", "unique_symbol"]
 
 _counter = itertools.count()
@@ -57,6 +61,17 @@ def compile_library(module_text: str, name: str, linking_libraries=()) -> CodeLi
     ``linking_libraries`` (e.g. the primal's library) supply functions the IR calls.
     Strict floating-point reductions are vectorised in order (bit-identical results).
     """
+    module = _checked_module(module_text)
+    with global_compiler_lock:
+        library = cpu_target.target_context.codegen().create_library(name)
+        _add_module(library, module, linking_libraries)
+        library.finalize()
+    return library
+
+
+def _checked_module(module_text: str) -> llvm.ModuleRef:
+    """``module_text`` parsed and verified, its exported functions external and not defined
+    by another library of this process."""
     module = parse(module_text)
     exported = []
     for fn in module.functions:
@@ -71,14 +86,61 @@ def compile_library(module_text: str, name: str, linking_libraries=()) -> CodeLi
         if clash:
             raise InvalidIRError(f"@{sorted(clash)[0]} is already defined in this process; "
                                  "use unique_symbol()")
-        library = cpu_target.target_context.codegen().create_library(name)
-        for linked in linking_libraries:
-            library.add_linking_library(linked)
-        library.add_llvm_module(module)
-        with ordered_reductions():    # strict sums vectorised in order, only in our code
-            library.finalize()
         _defined_symbols.update(exported)
-    return library
+    return module
+
+
+def _add_module(library: CodeLibrary, module: llvm.ModuleRef, linking_libraries) -> None:
+    """Add our `module` to the unfinalized `library`, whose finalisation (one LLVM
+    optimisation and code generation for all its code) then vectorises strict floating-point
+    reductions in order (only in our libraries). Of `linking_libraries`, only those defining
+    a symbol `module` declares are linked (a library compiled for nothing stays unfinalized).
+
+    The module joins the library when it is finalized, after the caller's own module: the
+    raw modules `capture` records per library are then linked in an order where each
+    `linkonce` definition is already referenced (LLVM's linker drops it otherwise).
+    """
+    declared = {v.name for v in (*module.functions, *module.global_variables)
+                if v.is_declaration}
+    runtime = _runtime_library()
+    for linked in (runtime, *linking_libraries):
+        if declared & _defined_names(linked):
+            library.add_linking_library(linked)
+    pending = library.__dict__.setdefault("_enzyme_modules", [])
+    pending.append(module)
+    if "finalize" not in library.__dict__:
+        finalize = library.finalize
+
+        def finalize_ordered():
+            while pending:
+                library.add_llvm_module(pending.pop(0))
+            with ordered_reductions():
+                finalize()
+
+        library.finalize = finalize_ordered
+
+
+def _runtime_library() -> CodeLibrary:
+    """Numba's runtime library (it defines `NRT_incref` and the like), initialised first if
+    no Numba compile did yet (e.g. the C front end)."""
+    rtsys.initialize(cpu_target.target_context)
+    return rtsys.library
+
+
+def _defined_names(library: CodeLibrary) -> set[str]:
+    """What `library` and the libraries it links, except Numba's runtime (which defines
+    `NRT_incref` and the like), define (finalized or not)."""
+    names, stack, seen = set(), [library], {id(_runtime_library())} - {id(library)}
+    while stack:
+        lib = stack.pop()
+        if id(lib) in seen:
+            continue
+        seen.add(id(lib))
+        module = lib._final_module
+        names.update(v.name for v in (*module.functions, *module.global_variables)
+                     if not v.is_declaration)
+        stack.extend(lib._linking_libraries)
+    return names
 
 
 @dataclass(frozen=True)
@@ -94,27 +156,28 @@ class Built:
 def lazy_intrinsic(name: str, build: Callable[[tuple], Built], *, deferred: bool = False):
     """An ``@intrinsic`` ``f(*args)`` calling ``build(argtypes).symbol``.
 
-    ``build`` runs once per distinct (unliteral) argument types, at typing time; the library of
-    each symbol it returns is compiled once and linked into every caller. By default an
-    exception of the callee leaves the caller at once (Numba's own convention). With
-    ``deferred=True`` the intrinsic never leaves its caller: it returns a ``(failed, code,
-    excinfo, value)`` outcome that ``raise_failed`` / ``outcome_value`` take apart (see
-    ``raise_failed`` for why).
+    ``build`` runs once per distinct (unliteral) argument types, at typing time, and its IR is
+    checked then. The first caller lowered compiles that IR as part of its own library (one
+    LLVM optimisation and code generation, not one more for a library of its own); later
+    callers link that library, as Numba links any callee. A ``Built`` with a ``library`` of
+    its own (e.g. shared by split halves) is linked as it is. By default an exception of the
+    callee leaves the caller at once (Numba's own convention). With ``deferred=True`` the
+    intrinsic never leaves its caller: it returns a ``(failed, code, excinfo, value)`` outcome
+    that ``raise_failed`` / ``outcome_value`` take apart (see ``raise_failed`` for why).
     """
-    specialisations: dict[tuple, tuple[Built, CodeLibrary] | Exception] = {}
-    libraries: dict[str, CodeLibrary] = {}   # by symbol: build may return one Built for several
+    specialisations: dict[tuple, Built | Exception] = {}
+    pending: dict[str, llvm.ModuleRef] = {}   # by symbol: checked, not yet in a library
+    homes: dict[str, CodeLibrary] = {}        # by symbol: the library compiling it
 
-    def specialise(argtypes: tuple) -> tuple[Built, CodeLibrary]:
+    def specialise(argtypes: tuple) -> Built:
         entry = specialisations.get(argtypes)
         if entry is None:
             try:
-                built = build(argtypes)
-                if built.library is not None:
-                    libraries[built.symbol] = built.library
-                if built.symbol not in libraries:
-                    libraries[built.symbol] = compile_library(built.module_text, name,
-                                                              built.linking_libraries)
-                entry = built, libraries[built.symbol]
+                entry = build(argtypes)
+                if entry.library is not None:
+                    homes[entry.symbol] = entry.library
+                elif entry.symbol not in homes and entry.symbol not in pending:
+                    pending[entry.symbol] = _checked_module(entry.module_text)
             except Exception as exc:  # cached: typing may ask again, build must not rerun
                 entry = exc
             specialisations[argtypes] = entry
@@ -122,16 +185,24 @@ def lazy_intrinsic(name: str, build: Callable[[tuple], Built], *, deferred: bool
             raise entry
         return entry
 
+    def link(built: Built, active: CodeLibrary) -> None:
+        home = homes.get(built.symbol)
+        if home is None:
+            _add_module(active, pending.pop(built.symbol), built.linking_libraries)
+            homes[built.symbol] = active
+        elif home is not active:
+            active.add_linking_library(home)
+
     def typer(typingctx, *args):
         if len(args) == 1 and isinstance(args[0], types.StarArgTuple):
             args = args[0].types
         argtypes = tuple(types.unliteral(a) for a in args)
-        built, library = specialise(argtypes)
+        built = specialise(argtypes)
 
         def codegen(context, builder, signature, llargs):
             argtys = signature.args[0].types
             values = cgutils.unpack_tuple(builder, llargs[0], len(argtys))
-            context.active_code_library.add_linking_library(library)
+            link(built, context.active_code_library)
             fnty = context.call_conv.get_function_type(built.restype, argtys)
             fn = cgutils.get_or_insert_function(builder.module, fnty, built.symbol)
             status, out = context.call_conv.call_function(builder, fn, built.restype, argtys,
@@ -191,6 +262,39 @@ def njit_wrapper(source: str, name: str, namespace: dict, *, as_name: str | None
     if as_name is not None:
         fn.__name__ = fn.__qualname__ = as_name
     return njit(**njit_options)(fn)
+
+
+def njit_generated(params: list[str], rest: bool, generate: Callable[[tuple], Any], name: str,
+                   **njit_options):
+    """An njit dispatcher of `params` (each defaulting to None) or, with `rest`, of `params`
+    and ``*rest``, whose body for each set of argument types is the function
+    ``generate(argtypes)`` returns (same parameters; an omitted argument's type is ``none``),
+    compiled directly. Its ``py_func`` calls the dispatcher (so ``njit(d.py_func)`` works)."""
+    if rest:
+        signature = arguments = ", ".join(params + ["*rest"])
+    else:
+        signature, arguments = ", ".join(f"{a}=None" for a in params), ", ".join(params)
+    scope: dict = {}
+    dispatcher = njit_wrapper(f"def body({signature}):\n    return __self({arguments})\n",
+                              "body", scope, as_name=name, **njit_options)
+    dispatcher.py_func.__globals__["__self"] = dispatcher
+    base = dispatcher._compiler
+    dispatcher._compiler = _GeneratedCompiler(base.py_func, base.targetdescr,
+                                              base.targetoptions, base.locals,
+                                              base.pipeline_class, generate)
+    return dispatcher
+
+
+class _GeneratedCompiler(_FunctionCompiler):
+    """Numba's function compiler, compiling the generated body for the argument types."""
+
+    def __init__(self, py_func, targetdescr, targetoptions, locals_, pipeline_class, generate):
+        super().__init__(py_func, targetdescr, targetoptions, locals_, pipeline_class)
+        self._generate = generate
+
+    def _get_implementation(self, args, kws):
+        return self._generate(tuple(types.none if isinstance(a, types.Omitted) else a
+                                    for a in args))
 
 
 def llvm_abi(argtypes, restype) -> tuple[list[list[str]], str]:

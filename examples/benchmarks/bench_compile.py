@@ -5,16 +5,21 @@ Run:  python examples/benchmarks/bench_compile.py [--profile KERNEL]
 Not a test: it prints one table (process CPU seconds; one measurement each, after a warm-up
 compile so that Numba's one-time initialisation is charged to nobody). Kernels: a GMM-like
 objective (log-sum-exp over components of a Mahalanobis term with a lower-triangular factor),
-an RK4 integrator of a small ODE, and a plain loop. `--profile KERNEL` prints the cProfile
-of that kernel's reverse derive + first call instead (top 30 by cumulative time).
+an RK4 integrator of a small ODE, and a plain loop. The `cached` column is the reverse derive
++ first call with `cache=True` in a second process, the first having filled a fresh cache
+directory. `--profile KERNEL` prints the cProfile of that kernel's reverse derive + first
+call instead (top 45 by cumulative time).
 """
 from __future__ import annotations
 
 import argparse
 import cProfile
 import math
+import os
 import pstats
+import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -120,17 +125,33 @@ def timed(fn) -> float:
     return time.process_time() - t0
 
 
-def derive_and_call(f, args, acts, mode, tag):
-    d = derive_diff(f, f"d_{f.__name__}_{mode}_{tag}", acts, mode=mode)
+def derive_and_call(f, args, acts, mode, tag, cache=False):
+    d = derive_diff(f, f"d_{f.__name__}_{mode}_{tag}", acts, mode=mode, cache=cache)
     d(*shadows(args, acts, mode))
+
+
+def cached_seconds(name: str) -> float:
+    """Reverse derive + first call of kernel `name` with `cache=True` in a second process
+    (the first one fills a fresh cache directory)."""
+    with tempfile.TemporaryDirectory() as folder:
+        env = dict(os.environ, NUMBA_CACHE_DIR=folder)
+        for _ in range(2):
+            out = subprocess.run([sys.executable, __file__, "--cached-run", name], env=env,
+                                 capture_output=True, text=True, check=True)
+    return float(out.stdout.split()[-1])
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--profile", choices=("gmm", "rk4", "loop"))
     ap.add_argument("--sort", default="cumulative")
+    ap.add_argument("--cached-run", help=argparse.SUPPRESS)
     args = ap.parse_args()
     numba.njit(lambda x: x + 1.0)(1.0)               # Numba's one-time initialisation
+    if args.cached_run:
+        f, fargs, acts = kernels()[args.cached_run]
+        print(timed(lambda: derive_and_call(f, fargs, acts, "reverse", "c", cache=True)))
+        return 0
     derive_and_call(small_loop, (np.ones(3),), ("dup",), "reverse", "warm")
     if args.profile:
         f, fargs, acts = kernels()[args.profile]
@@ -143,11 +164,12 @@ def main() -> int:
         numba_s = timed(lambda: numba.njit(f)(*fargs))
         rev = timed(lambda: derive_and_call(f, fargs, acts, "reverse", "t"))
         fwd = timed(lambda: derive_and_call(f, fargs, acts, "forward", "t"))
-        rows.append((name, numba_s, rev, fwd))
-    print(f"{'kernel':8} {'numba':>8} {'reverse':>8} {'x':>6} {'forward':>8} {'x':>6}")
-    for name, numba_s, rev, fwd in rows:
+        rows.append((name, numba_s, rev, fwd, cached_seconds(name)))
+    print(f"{'kernel':8} {'numba':>8} {'reverse':>8} {'x':>6} {'forward':>8} {'x':>6} "
+          f"{'cached':>8} {'x':>6}")
+    for name, numba_s, rev, fwd, hit in rows:
         print(f"{name:8} {numba_s:8.2f} {rev:8.2f} {rev / numba_s:6.2f} {fwd:8.2f} "
-              f"{fwd / numba_s:6.2f}")
+              f"{fwd / numba_s:6.2f} {hit:8.3f} {hit / numba_s:6.2f}")
     return 0
 
 
