@@ -50,10 +50,12 @@ from numba.core.compiler_lock import global_compiler_lock
 from numba.core.compiler_machinery import register_pass
 from numba.core.dispatcher import Dispatcher
 from numba.core.lowering import Lower
-from numba.core.runtime import rtsys
+from numba.core.runtime import _nrt_python, rtsys
 from numba.core.typed_passes import NativeLowering
 
 from ir_passes.api import canonicalize_module, parse, run_module_passes
+from ir_passes.diff.reverse.tape_captured import differentiable_tapes
+from ir_passes.known.memory import TAPE_ALLOCATE
 from ir_passes.errors import UnsupportedError
 from ir_passes.known.calls import describe_symbol
 
@@ -80,6 +82,10 @@ def _recording_add_llvm_module(self, ll_module):
         _raw_modules.setdefault(self, []).append(zlib.compress(str(ll_module).encode(), 1))
     return _original_add_llvm_module(self, ll_module)
 
+
+# The tape of a captured derivative (`differentiable_tapes`) is allocated by NRT_Allocate
+# under another name, which tells the pass that the memory is a tape.
+llvm.add_symbol(TAPE_ALLOCATE, _nrt_python.c_helpers["Allocate"])
 
 if not getattr(nb_codegen.CPUCodeLibrary.add_llvm_module, "_enzyme_recorder", False):
     _recording_add_llvm_module._enzyme_recorder = True
@@ -308,7 +314,7 @@ def _link_raw(root_library, primal: str) -> tuple[llvm.ModuleRef, str]:
     linked, primal_text = None, None
     for texts, renames in _raw_libraries(root_library):
         for text in texts:
-            module = llvm.parse_assembly(annotate_runtime(text))
+            module = llvm.parse_assembly(annotate_runtime(differentiable_tapes(text)))
             for value in (*module.functions, *module.global_variables):
                 if value.is_declaration:
                     continue

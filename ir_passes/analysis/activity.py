@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from ..ir.printer import print_function
 from ..ir.types import ArrayType, FloatType, IntType, StructType, Type, VectorType
 from ..ir.values import Argument, Function, Instruction, Value
-from ..known.memory import pointer_base
+from ..known.memory import is_tape_memory, pointer_base, pointer_bases
 from ..known.model import Flow, call_record, is_local_allocation
 from .pointer_stores import PointerStores, is_pointer_like
 
@@ -60,6 +60,7 @@ def analyze_activity(fn: Function, varied_args: set[Argument],
     varied: set[Value] = set(varied_args)
     shadowed: set[Value] = set(shadowed_args)
     stores = PointerStores(fn)
+    numbers = tape_numbers(fn)
     changed = True
     while changed:
         changed = False
@@ -68,7 +69,8 @@ def analyze_activity(fn: Function, varied_args: set[Argument],
                 if inst not in shadowed and _derives_shadowed(inst, shadowed, stores):
                     shadowed.add(inst)
                     changed = True
-            elif inst not in varied and _is_varied(inst, varied, shadowed):
+            elif inst not in varied and inst not in numbers \
+                    and _is_varied(inst, varied, shadowed):
                 varied.add(inst)
                 changed = True
             for base in _local_memory_receiving(inst, varied, shadowed) \
@@ -79,6 +81,18 @@ def analyze_activity(fn: Function, varied_args: set[Argument],
             changed |= stores.record(inst, shadowed)
     useful = _useful(fn, varied, shadowed)
     return ActivityInfo(frozenset(varied), frozenset(useful), frozenset(shadowed))
+
+
+def tape_numbers(fn: Function) -> set[Instruction]:
+    """The integers a derivative being differentiated reads back from its tape (loop counts,
+    branches taken) and uses as numbers: they have no derivative. (An integer load that is
+    only stored copies bytes, maybe of floats, and stays varied.)"""
+    loads = [inst for inst in fn.instructions() if inst.opcode == "load"
+             and isinstance(inst.type, IntType) and is_tape_memory(inst.operands[0])]
+    if not loads:
+        return set()
+    used = {op for u in fn.instructions() if u.opcode != "store" for op in u.operands}
+    return {inst for inst in loads if inst in used}
 
 
 def _derives_shadowed(inst: Instruction, shadowed: set[Value], stores: PointerStores) -> bool:
@@ -116,8 +130,7 @@ def _local_memory_receiving(inst: Instruction, varied: set[Value],
                      for i in flow.sources)
     else:
         return []
-    base = local_memory_base(ptr)
-    return [base] if active and base is not None else []
+    return local_memory_bases(ptr) if active else []
 
 
 def _local_memory_merged(inst: Instruction, shadowed: set[Value]) -> list[Instruction]:
@@ -133,6 +146,14 @@ def _local_memory_merged(inst: Instruction, shadowed: set[Value]) -> list[Instru
 def _flow(inst: Instruction) -> Flow | None:
     record = call_record(inst)
     return record.flow if record is not None else None
+
+
+def local_memory_bases(ptr: Value) -> list[Instruction]:
+    """The function-local memory `ptr` addresses when every value it derives from is such
+    memory (a tape grown into fresh buffers: a phi of several allocations), else none."""
+    bases = pointer_bases(ptr)
+    local = [b for b in map(local_memory_base, bases) if b is not None]
+    return local if len(local) == len(bases) else []
 
 
 def local_memory_base(ptr: Value) -> Instruction | None:
