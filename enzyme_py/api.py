@@ -136,6 +136,7 @@ def _dispatcher(name: str, specializer: Specializer, build, wrapper_source, para
     dispatcher = njit_wrapper(source, "derivative", {"stub": stub},
                               as_name=name if name.isidentifier() else _ident(name))
     dispatcher.enzyme = specializer
+    dispatcher.release = specializer.release    # API.md "Memory kept between calls"
     guard_first_calls(dispatcher, name, specializer.argument_labels())
     return dispatcher
 

@@ -53,9 +53,8 @@ from numba.core.lowering import Lower
 from numba.core.runtime import _nrt_python, rtsys
 from numba.core.typed_passes import NativeLowering
 
-from ir_passes.api import canonicalize_module, parse, run_module_passes
-from ir_passes.diff.reverse.tape_captured import differentiable_tapes
-from ir_passes.known.memory import TAPE_ALLOCATE
+from ir_passes.api import (TAPE_ALLOCATE, canonicalize_module, differentiable_tapes, parse,
+                           run_module_passes)
 from ir_passes.errors import UnsupportedError
 from ir_passes.known.calls import describe_symbol
 

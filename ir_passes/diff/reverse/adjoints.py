@@ -13,6 +13,7 @@ from ..shadows import free_raw, release
 from .availability import Availability, BlockContext
 from .calls import ReverseCallContext, emits_reverse
 from .kept import emit_reference
+from .parked_shadows import park_shadow
 from .state import ReverseState
 
 
@@ -71,7 +72,11 @@ class Adjoints:
                 emit_reference(st.b, st.module, self.avail.value(ctx, owner), Role.DECREF)
             return None
         if inst in st.allocs:   # the shadow array is not needed before this point
-            return release(st.b, st.module, self.avail.shadow(ctx, inst))
+            shadow, slot = self.avail.shadow(ctx, inst), st.shadow_slots.get(inst)
+            if slot is None:
+                return release(st.b, st.module, shadow)
+            size = self.avail.value(ctx, inst.operands[0])
+            return park_shadow(st.b, st.module, slot, shadow, size)
         if role_of(inst) is Role.RAW_ALLOC and inst in st.info.shadowed:
             return free_raw(st.b, st.module, self.avail.shadow(ctx, inst))
         if st.info.is_active(inst):

@@ -12,6 +12,7 @@ from ...known.memory import pointer_base
 from ..common import mixed_memory_error, unknown_shadow_pointer
 from ..returns import is_exceptional_return
 from ..shadows import allocate_shadow, call_shadow, derived_shadow
+from .parked_shadows import new_slot, take_shadow
 from .tape import Tape
 from .checks import check_forward
 from .state import ReverseState
@@ -41,7 +42,11 @@ class AugmentedForward:
             self._mirror_returned_pointer(inst)
             if inst in st.allocs:
                 size, align = (st.map(op) for op in inst.operands)
-                st.fshadow[inst] = allocate_shadow(b, st.module, size, align)[0]
+                if st.owned is None and st.plan.executes_once(block):     # kept between calls
+                    st.shadow_slots[inst] = slot = new_slot(st.module)
+                    st.fshadow[inst] = take_shadow(b, st.module, slot, size, align)
+                else:
+                    st.fshadow[inst] = allocate_shadow(b, st.module, size, align)[0]
                 if st.owned is not None:
                     st.owned_pushes.setdefault(block, []).append(st.fshadow[inst])
             elif inst in st.info.shadowed:

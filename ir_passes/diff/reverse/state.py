@@ -11,7 +11,7 @@ from ...analysis.types import analyze_memory_types
 from ...diagnostics import Diagnostics
 from ...ir.builder import Builder
 from ...ir.types import I64, Type
-from ...ir.values import Block, Function, Instruction, Module, Value, const_int, zero
+from ...ir.values import Block, Function, GlobalRef, Instruction, Module, Value, const_int, zero
 from ...known.array_layout import DATA
 from ..allocations import shadowed_allocations
 from ..common import refuse_known_problem_calls
@@ -70,6 +70,7 @@ class ReverseState:
         # split mode: the shadow arrays allocated so far, for a state that dies unreversed
         self.owned = Tape(module, self.fn, self.entry, "owned", parked=False) if spec.split else None
         self.owned_pushes: dict[Block, list[Value]] = {}
+        self.shadow_slots: dict[Instruction, GlobalRef] = {}   # allocation -> parked shadow
         self.kept: dict[Instruction, list[Value]] = {}   # call -> arrays kept alive
         self.slot_ptr = self._setup_entry()
         self.order = reverse_post_order(self.primal)

@@ -3,16 +3,20 @@ reverse: API.md's second derivatives every way round).
 
 A reverse derivative keeps its tape in memory no outer pass can shadow: the buffer parked in a
 module global by the previous call, grown by `realloc` (`tape.py`). When a front end captures
-a derivative's module to differentiate it, `differentiable_tapes` rewrites the module: the
-tape starts empty (the parked buffer is neither taken nor parked), grows into a fresh buffer
-of `TAPE_ALLOCATE` (a raw allocation, role RAW_ALLOC, that tells the analyses this memory is
-a tape: the integers read back from it, loop counts and branches taken, are numbers with no
-derivative, see `analysis.activity.tape_numbers`) with a (volatile) `memcpy` of the used part and a free
-of the old buffer (role RAW_FREE), and is freed when the derivative returns. An empty tape is
-an allocation too (of one slot, holding capacity 0 as a parked buffer would), not null, so
-every tape pointer comes from an allocation the pass shadows. The grow and
-release functions lose `noinline`, so the front end inlines them: all of it is memory the
-pass gives shadows to.
+a derivative's module to differentiate it, `differentiable_tapes` rewrites the module:
+
+- the tape starts empty, in a new buffer of one slot holding capacity 0 (as a parked buffer
+  would), not null: every tape pointer then comes from an allocation the pass shadows;
+- it grows into a new buffer with a (volatile) `memcpy` of the used part, the old one freed
+  (role RAW_FREE), and is freed when the derivative returns instead of being parked;
+- its buffers come from `TAPE_ALLOCATE` (a raw allocation, role RAW_ALLOC), which tells the
+  analyses that the memory is a tape: the integers read back from it (loop counts, branches
+  taken) are numbers without derivative (`analysis.activity.tape_numbers`);
+- the shadows of temporaries are allocated and released each call, not kept in slots
+  (`parked_shadows.py`).
+
+The rewritten grow, release, take and park functions lose `noinline`, so the front end
+inlines them.
 """
 from __future__ import annotations
 
@@ -23,6 +27,8 @@ from ...ir.types import I1, I8, I64, PTR, VOID, FunctionType
 from ...ir.values import TRUE, Constant, Function, GlobalRef, Module, Value, const_int
 from ...known.memory import TAPE_ALLOCATE
 from ...known.model import Role, runtime_call
+from ..shadows import allocate_shadow, release
+from .parked_shadows import PARK_FUNCTION, TAKE_FUNCTION
 from .tape import _STATE, GROW_FUNCTION, PARKED, RELEASE_FUNCTION, SLOT, _umax
 
 def differentiable_tapes(text: str) -> str:
@@ -33,7 +39,8 @@ def differentiable_tapes(text: str) -> str:
     module = parse_module(text)
     for fn in list(module.functions.values()):
         _take_nothing_parked(module, fn)
-    for name, build in ((GROW_FUNCTION, _grow_body), (RELEASE_FUNCTION, _release_body)):
+    for name, build in ((GROW_FUNCTION, _grow_body), (RELEASE_FUNCTION, _release_body),
+                        (TAKE_FUNCTION, _take_body), (PARK_FUNCTION, _park_body)):
         fn = module.functions.get(name)
         if fn is not None and not fn.is_declaration:
             fn.blocks = []
@@ -85,6 +92,20 @@ def _release_body(module: Module, fn: Function) -> None:
     """void release(base, end): free the buffer."""
     b = Builder(fn.add_block("entry"))
     _free(b, module, fn.args[0])
+    b.ret()
+
+
+def _take_body(module: Module, fn: Function) -> None:
+    """ptr take(slot, size, align): a new zeroed shadow (none is kept between calls)."""
+    _, size, align = fn.args
+    b = Builder(fn.add_block("entry"))
+    b.ret(allocate_shadow(b, module, size, align)[0])
+
+
+def _park_body(module: Module, fn: Function) -> None:
+    """void park(slot, owner, size): release the shadow."""
+    b = Builder(fn.add_block("entry"))
+    release(b, module, fn.args[1])
     b.ret()
 
 

@@ -25,7 +25,7 @@ def test_captured_tape_starts_empty_grows_by_copy_and_is_freed():
         CHECK-LABEL: define internal { ptr, ptr, ptr } @enzyme_py.tape.grow(
         CHECK-SAME: ptr %base, ptr %top, ptr %end, i64 %need) {
         CHECK: [[NEW:%[^ ]+]] = call ptr @enzyme_py.tape.allocate(i64
-        CHECK-NEXT: call void @llvm.memcpy.p0.p0.i64(ptr [[NEW]], ptr %base, i64 {{%[^ ]+}}, i1 true)
+        CHECK-NEXT: call void @llvm.memcpy.p0.p0.i64(ptr [[NEW]], ptr %base, i64 {{%.+}}, i1 true)
         CHECK-NEXT: call void @NRT_Free(ptr %base)
         CHECK-LABEL: define internal void @enzyme_py.tape.release(ptr %base, ptr %end) {
         CHECK-NEXT: entry:
