@@ -12,6 +12,8 @@ from ...known.memory import pointer_base
 from ..common import mixed_memory_error, unknown_shadow_pointer
 from ..returns import is_exceptional_return
 from ..shadows import allocate_shadow, call_shadow, derived_shadow
+from ...known.model import Role
+from .kept import emit_reference
 from .parked_shadows import new_slot, take_shadow
 from .tape import Tape
 from .checks import check_forward
@@ -36,21 +38,32 @@ class AugmentedForward:
             if inst.opcode == "ret":
                 self._return(inst)
                 continue
+            if inst in st.allocs and st.keeps_allocations and st.plan.executes_once(block):
+                self._kept_allocation(inst)
+                check_forward(st, inst)
+                continue
             clone = b.insert(clone_instruction(inst, st.map, st.fwd.__getitem__))
             st.vmap[inst] = clone
             check_forward(st, inst)
             self._mirror_returned_pointer(inst)
             if inst in st.allocs:
                 size, align = (st.map(op) for op in inst.operands)
-                if st.owned is None and st.plan.executes_once(block):     # kept between calls
-                    st.shadow_slots[inst] = slot = new_slot(st.module)
-                    st.fshadow[inst] = take_shadow(b, st.module, slot, size, align)
-                else:
-                    st.fshadow[inst] = allocate_shadow(b, st.module, size, align)[0]
+                st.fshadow[inst] = allocate_shadow(b, st.module, size, align)[0]
                 if st.owned is not None:
                     st.owned_pushes.setdefault(block, []).append(st.fshadow[inst])
             elif inst in st.info.shadowed:
                 st.fshadow[inst] = self._shadow(inst)
+
+    def _kept_allocation(self, inst: Instruction) -> None:
+        """An allocation run once per call and its shadow, both kept between calls in slots
+        (`parked_shadows.py`); the slot holds a reference to the primal array of its own."""
+        st, b = self.st, self.st.b
+        size, align = (st.map(op) for op in inst.operands)
+        slots = (new_slot(st.module), new_slot(st.module))
+        st.vmap[inst] = owner = take_shadow(b, st.module, slots[0], size, align)
+        emit_reference(b, st.module, owner, Role.INCREF)
+        st.fshadow[inst] = take_shadow(b, st.module, slots[1], size, align)
+        st.kept_allocations[inst] = slots
 
     def _phi(self, inst: Instruction) -> None:
         st, b = self.st, self.st.b
