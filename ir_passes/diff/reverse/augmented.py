@@ -60,7 +60,7 @@ class AugmentedForward:
         st, b = self.st, self.st.b
         size, align = (st.map(op) for op in inst.operands)
         slots = (new_slot(st.module), new_slot(st.module))
-        st.vmap[inst] = owner = take_shadow(b, st.module, slots[0], size, align)
+        st.vmap[inst] = owner = take_shadow(b, st.module, slots[0], size, align, False)
         emit_reference(b, st.module, owner, Role.INCREF)
         st.fshadow[inst] = take_shadow(b, st.module, slots[1], size, align)
         st.kept_allocations[inst] = slots

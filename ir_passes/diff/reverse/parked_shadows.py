@@ -1,24 +1,28 @@
-"""Shadows of temporaries kept between calls (API.md "Memory kept between calls"), as the tape
-is (`tape.py`): after the first call, a reverse derivative reuses them instead of allocating.
+"""Temporaries and their shadows kept between calls (API.md "Memory kept between calls"), as
+the tape is (`tape.py`): after the first call, a reverse derivative reuses them instead of
+allocating.
 
-Each allocation site that runs at most once per call and whose memory gets a shadow has a
-slot, a module global holding a parked shadow (an owner of the front end's HANDLE_ALLOC kind).
-The augmented forward pass takes the slot's shadow by an atomic exchange with null and reuses
-it, zeroed, when it is big enough; else it releases it and allocates a new one (as a call
-that finds the slot empty does: concurrent calls each get a shadow of their own). At the
-reverse of the allocation, where the shadow was released before, it is parked again: its
-size goes into its first 8 bytes (its contents are dead), and the shadow it displaces, if
-any, is released. Shadows under 8 bytes are released instead. `emit_release_all` frees what
-the slots and the tape hold (`df.release()`).
+An allocation whose memory gets a shadow, run at most once per call, in a function that
+returns no memory (so the array cannot outlive the call), has two slots: module globals
+holding a parked owner (of the front end's HANDLE_ALLOC kind) for the primal array and for
+its shadow. The augmented forward pass takes each slot's owner by an atomic exchange with null
+and reuses it (the shadow zeroed) when it is big enough; else it releases it and allocates a
+new one, as a call that finds the slot empty does: concurrent calls each get their own. The
+slot keeps a reference to the primal array of its own, so the primal's release leaves it
+alive. At the reverse of the allocation, where the shadow was released before, both are
+parked again: the size goes into the first 8 bytes (the contents are dead), and an owner
+displaced from the slot is released. Arrays under 8 bytes are released instead.
+`emit_release_all` frees what the slots and the tape hold (`df.release()`).
 """
 from __future__ import annotations
 
 from ...ir.builder import Builder, declare
-from ...ir.types import I32, I64, PTR, VOID, FunctionType
-from ...ir.values import (FALSE, Constant, Function, GlobalRef, Instruction, Module, Value,
+from ...ir.types import I1, I32, I64, PTR, VOID, FunctionType
+from ...ir.values import (FALSE, TRUE, Constant, Function, GlobalRef, Instruction, Module, Value,
                           const_int)
 from ...known.generic import zero_memory
-from ..shadows import allocate_shadow, data_pointer, release
+from ...known.model import Role, runtime_call
+from ..shadows import data_pointer, release
 from .tape import PARKED, TAPE_PREFIX
 
 SHADOW_PREFIX = "enzyme_py.shadow."
@@ -35,9 +39,12 @@ def new_slot(module: Module) -> GlobalRef:
     return GlobalRef(name)
 
 
-def take_shadow(b: Builder, module: Module, slot: GlobalRef, size: Value, align: Value) -> Value:
-    """The zeroed shadow owner of an allocation of `size` bytes, taken from `slot`."""
-    return b.call(_function(module, TAKE_FUNCTION, _build_take), [slot, size, align], PTR)
+def take_shadow(b: Builder, module: Module, slot: GlobalRef, size: Value, align: Value,
+                zeroed: bool = True) -> Value:
+    """The owner of an allocation of `size` bytes (zeroed unless `zeroed` is False: a primal
+    temporary), taken from `slot`."""
+    args = [slot, size, align, TRUE if zeroed else FALSE]
+    return b.call(_function(module, TAKE_FUNCTION, _build_take), args, PTR)
 
 
 def park_shadow(b: Builder, module: Module, slot: GlobalRef, owner: Value, size: Value) -> None:
@@ -73,28 +80,31 @@ def _function(module: Module, name: str, build) -> Function:
 
 
 def _build_take(module: Module) -> Function:
-    """ptr take(slot, size, align): the parked shadow if it holds `size` bytes, zeroed; else
-    a new zeroed one (the parked one, too small, released)."""
-    fn = Function(TAKE_FUNCTION, FunctionType(PTR, (PTR, I64, I32)), ["slot", "size", "align"],
-                  linkage="internal")
+    """ptr take(slot, size, align, zeroed): the parked owner if it holds `size` bytes, else a
+    new one (the parked one, too small, released); its first `size` bytes zeroed if asked."""
+    fn = Function(TAKE_FUNCTION, FunctionType(PTR, (PTR, I64, I32, I1)),
+                  ["slot", "size", "align", "zeroed"], linkage="internal")
     fn.fn_attrs = "noinline"
-    slot, size, align = fn.args
+    slot, size, align, zeroed = fn.args
     b = Builder(fn.add_block("entry"))
-    parked, reuse, fresh = fn.add_block("parked"), fn.add_block("reuse"), fn.add_block("fresh")
+    parked, small, fresh, done = (fn.add_block(n) for n in ("parked", "small", "fresh", "done"))
     held = _exchange(b, slot, _NULL)
     b.cbr(b.icmp("ne", held, _NULL), parked, fresh)
     b.position_at_end(parked)
-    data = data_pointer(b, module, held)
-    small = fn.add_block("small")
-    b.cbr(b.icmp("uge", b.load(I64, data), size), reuse, small)
-    b.position_at_end(reuse)
-    zero_memory(b, module, data, size, FALSE)
-    b.ret(held)
+    b.cbr(b.icmp("uge", b.load(I64, data_pointer(b, module, held)), size), done, small)
     b.position_at_end(small)
     release(b, module, held)
     b.br(fresh)
     b.position_at_end(fresh)
-    b.ret(allocate_shadow(b, module, size, align)[0])
+    allocate = declare(module, runtime_call(Role.HANDLE_ALLOC).name, PTR, [I64, I32])
+    new = b.call(allocate, [size, align], PTR)
+    b.br(done)
+    b.position_at_end(done)
+    owner = b.phi(PTR, "owner")
+    owner.operands, owner.incoming = [held, new], [parked, fresh]
+    length = b.select(zeroed, size, const_int(I64, 0))
+    zero_memory(b, module, data_pointer(b, module, owner), length, FALSE)
+    b.ret(owner)
     module.add_function(fn)
     return fn
 

@@ -96,8 +96,8 @@ def _release_body(module: Module, fn: Function) -> None:
 
 
 def _take_body(module: Module, fn: Function) -> None:
-    """ptr take(slot, size, align): a new zeroed shadow (none is kept between calls)."""
-    _, size, align = fn.args
+    """ptr take(slot, size, align, zeroed): a new zeroed owner (none is kept between calls)."""
+    _, size, align, _ = fn.args
     b = Builder(fn.add_block("entry"))
     b.ret(allocate_shadow(b, module, size, align)[0])
 
