@@ -20,6 +20,10 @@ from enzyme_py import derive_diff
 from tests.support.allocation_probe import residual_cubes, with_temporary
 from tests.support.paths import ROOT
 
+# One worker runs the whole module: the probe subprocess (a fresh Numba compiling its
+# derivatives, slow on a loaded machine) runs once.
+pytestmark = pytest.mark.xdist_group(name="kept-memory")
+
 
 def gradient(x, A, b):
     """Of both kernels: sum (A x - b)^3."""
@@ -61,7 +65,7 @@ def probed(tmp_path_factory):
                    check=True)
     env = dict(os.environ, LD_PRELOAD=str(counter), PYTHONPATH=ROOT)
     out = subprocess.run([sys.executable, "-m", "tests.support.allocation_probe"], env=env,
-                         cwd=ROOT, capture_output=True, text=True, timeout=600)
+                         cwd=ROOT, capture_output=True, text=True, timeout=1800)
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout.strip().splitlines()[-1])
 
