@@ -141,6 +141,7 @@ def _dispatcher(name: str, specializer: Specializer, build, wrapper_source, para
     # defaults None: a call missing arguments reaches the wrapper, which names them
     dispatcher = njit_generated(params, rest, make_impl, as_name)
     dispatcher.enzyme = specializer
+    dispatcher.release = specializer.release    # API.md "Memory kept between calls"
     guard_first_calls(dispatcher, name, specializer.argument_labels())
     return dispatcher
 

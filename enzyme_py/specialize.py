@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from numba import types
 
 from ir_passes.api import (ARRAY_DATA, Activity, SplitSpec, Stages, derivative_symbol,
-                           stage_name, written_bases)
+                           release_symbol, stage_name, written_bases)
 from ir_passes.errors import ArgumentError
 from ir_passes.ir.parser import parse_module
 
@@ -23,7 +23,7 @@ from .activities import ActivitySpec, return_activity
 from .call_checks import check_lines
 from .numba_bridge.capture import capture
 from .numba_bridge.custom_calls import rule_libraries
-from .numba_bridge.link import Built, compile_library, unique_symbol
+from .numba_bridge.link import Built, call_if_compiled, compile_library, unique_symbol
 from .numba_target import numba_target
 from .returns import check_differentiates_something, d_ret_arguments
 from .tape import STATE, TapeType
@@ -239,6 +239,15 @@ class Specializer:
         lines += [f"    __claim(tape, {split.ident})", f"    r = __call({call_args})",
                   "    __raise_failed(r)", "    return r[3]"]
         return "\n".join(lines) + "\n"
+
+    # ------------------------------------------------------------ memory
+    def release(self) -> None:
+        """Free what the compiled derivatives keep between calls (API.md "Memory kept between
+        calls": the parked tape and shadows of temporaries); later calls allocate again.
+        Safe while other threads call the derivative: they then allocate their own."""
+        for entry in list(self._derived.values()):
+            if isinstance(entry, Built):
+                call_if_compiled(release_symbol(entry.symbol))
 
     # ------------------------------------------------------------ inspection
     def inspect(self, stage: str = "derivative") -> str:

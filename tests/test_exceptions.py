@@ -204,9 +204,11 @@ def test_nrt_balanced_over_repeated_reverse_calls(name, nrt_stats):
 
 @pytest.mark.parametrize("name", _grouped(ALLOC_KERNELS))
 def test_nrt_balanced_for_kernels_that_allocate(name, nrt_stats):
+    """Temporaries allocated once per call, and their shadows, are kept between calls (API.md
+    "Memory kept between calls"): NRT counts at least the arrays passed in, and balances."""
     passed = _repeat_reverse(name, nrt_stats)
     d = nrt_stats.delta()
-    assert d[0] > passed, "the kernel and its derivative allocate: NRT must count them"
+    assert d[0] >= passed, "NRT must count the arrays passed in"
     _assert_balanced(d)
 
 

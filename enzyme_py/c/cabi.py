@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ir_passes.api import Activity, DiffSpec, Stages, parse_activity
+from ir_passes.api import Activity, DiffSpec, Stages, parse_activity, release_symbol
 from ir_passes.errors import ActivityError, UnsupportedError
 from ir_passes.ir.builder import Builder, declare
 from ir_passes.ir.parser import parse_module
@@ -73,6 +73,9 @@ def c_derivative(ir_text: str, fn_name: str, activities, mode: str, symbol: str,
     define_runtime_allocator(dmodule)
     derivative.linkage = "internal"
     derivative.fn_attrs = "alwaysinline"
+    release_all = dmodule.functions.get(release_symbol(derivative.name or ""))
+    if release_all is not None:         # no handle calls it: what is kept stays kept
+        release_all.linkage = "internal"
     out = result_types(primal, acts, mode)
     if results == "auto":
         results = "sret" if len(out) > 1 else "value"

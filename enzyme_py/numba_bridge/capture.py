@@ -50,10 +50,11 @@ from numba.core.compiler_lock import global_compiler_lock
 from numba.core.compiler_machinery import register_pass
 from numba.core.dispatcher import Dispatcher
 from numba.core.lowering import Lower
-from numba.core.runtime import rtsys
+from numba.core.runtime import _nrt_python, rtsys
 from numba.core.typed_passes import NativeLowering
 
-from ir_passes.api import canonicalize_module, parse, run_module_passes
+from ir_passes.api import (TAPE_ALLOCATE, canonicalize_module, differentiable_tapes, parse,
+                           run_module_passes)
 from ir_passes.errors import UnsupportedError
 from ir_passes.known.calls import describe_symbol
 
@@ -90,6 +91,10 @@ def _recording_add_llvm_module(self, ll_module):
         return self._final_module.link_in(ll_module)
     return _original_add_llvm_module(self, ll_module)
 
+
+# The tape of a captured derivative (`differentiable_tapes`) is allocated by NRT_Allocate
+# under another name, which tells the pass that the memory is a tape.
+llvm.add_symbol(TAPE_ALLOCATE, _nrt_python.c_helpers["Allocate"])
 
 if not getattr(nb_codegen.CPUCodeLibrary.add_llvm_module, "_enzyme_recorder", False):
     _recording_add_llvm_module._enzyme_recorder = True
@@ -357,7 +362,7 @@ def _link_libraries(libraries, primal: str, linked, primal_text, kept=frozenset(
     """
     for texts, renames in libraries:
         for text in texts:
-            module = llvm.parse_assembly(annotate_runtime(text))
+            module = llvm.parse_assembly(annotate_runtime(differentiable_tapes(text)))
             for value in (*module.functions, *module.global_variables):
                 if value.is_declaration:
                     continue

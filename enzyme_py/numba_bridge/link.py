@@ -21,6 +21,7 @@ it is re-raised, not retried.
 """
 from __future__ import annotations
 
+import ctypes
 import itertools
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -40,9 +41,8 @@ from ir_passes.api import parse
 from ir_passes.errors import InvalidIRError
 from ir_passes.ordered_reductions import ordered_reductions
 
-__all__ = ["Built", "compile_library", "lazy_intrinsic", "llvm_abi", "njit_generated",
-           "njit_wrapper",
-           "raise_failed", "unique_symbol"]
+__all__ = ["Built", "call_if_compiled", "compile_library", "lazy_intrinsic", "llvm_abi",
+           "njit_generated", "njit_wrapper", "raise_failed", "unique_symbol"]
 
 _counter = itertools.count()
 _defined_symbols: set[str] = set()
@@ -51,6 +51,15 @@ _defined_symbols: set[str] = set()
 def unique_symbol(base: str) -> str:
     """A function name no other library of this process defines (``base`` plus a counter)."""
     return f"{base}.{next(_counter)}"
+
+
+def call_if_compiled(symbol: str) -> bool:
+    """Call `void symbol()` if a compiled library defines it; whether it did."""
+    engine = cpu_target.target_context.codegen()._engine
+    if not engine.is_symbol_defined(symbol):
+        return False
+    ctypes.CFUNCTYPE(None)(engine.get_function_address(symbol))()
+    return True
 
 
 def compile_library(module_text: str, name: str, linking_libraries=()) -> CodeLibrary:

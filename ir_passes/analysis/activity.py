@@ -18,7 +18,7 @@ from typing import Collection
 from ..ir.printer import print_function
 from ..ir.types import ArrayType, FloatType, IntType, StructType, Type, VectorType
 from ..ir.values import Argument, Function, Instruction, Value
-from ..known.memory import pointer_base
+from ..known.memory import is_tape_memory, pointer_base, pointer_bases
 from ..known.model import Flow, call_record, is_local_allocation
 from .pointer_stores import PointerStores, is_pointer_like
 
@@ -64,6 +64,7 @@ def analyze_activity(fn: Function, varied_args: set[Argument], shadowed_args: se
     varied: set[Value] = set(varied_args)
     shadowed: set[Value] = set(shadowed_args)
     stores = PointerStores(fn, callees)
+    numbers = tape_numbers(fn)
     changed = True
     while changed:
         changed = False
@@ -72,7 +73,8 @@ def analyze_activity(fn: Function, varied_args: set[Argument], shadowed_args: se
                 if inst not in shadowed and _derives_shadowed(inst, shadowed, stores):
                     shadowed.add(inst)
                     changed = True
-            elif inst not in varied and _is_varied(inst, varied, shadowed):
+            elif inst not in varied and inst not in numbers \
+                    and _is_varied(inst, varied, shadowed):
                 varied.add(inst)
                 changed = True
             for base in _local_memory_receiving(inst, varied, shadowed, callees) \
@@ -83,6 +85,18 @@ def analyze_activity(fn: Function, varied_args: set[Argument], shadowed_args: se
             changed |= stores.record(inst, shadowed)
     useful = _useful(fn, varied, shadowed)
     return ActivityInfo(frozenset(varied), frozenset(useful), frozenset(shadowed))
+
+
+def tape_numbers(fn: Function) -> set[Instruction]:
+    """The integers a derivative being differentiated reads back from its tape (loop counts,
+    branches taken) and uses as numbers: they have no derivative. (An integer load that is
+    only stored copies bytes, maybe of floats, and stays varied.)"""
+    loads = [inst for inst in fn.instructions() if inst.opcode == "load"
+             and isinstance(inst.type, IntType) and is_tape_memory(inst.operands[0])]
+    if not loads:
+        return set()
+    used = {op for u in fn.instructions() if u.opcode != "store" for op in u.operands}
+    return {inst for inst in loads if inst in used}
 
 
 def _derives_shadowed(inst: Instruction, shadowed: set[Value], stores: PointerStores) -> bool:
@@ -125,8 +139,7 @@ def _local_memory_receiving(inst: Instruction, varied: set[Value], shadowed: set
                      for i in flow.sources)
     else:
         return []
-    base = local_memory_base(ptr)
-    return [base] if active and base is not None else []
+    return local_memory_bases(ptr) if active else []
 
 
 def _local_memory_merged(inst: Instruction, shadowed: set[Value]) -> list[Instruction]:
@@ -147,6 +160,14 @@ def _flow(inst: Instruction) -> Flow | None:
 def _may_hold_floats(base: Instruction) -> bool:
     """Whether local memory may hold floats: a stack slot of a float type, or any heap memory."""
     return base.opcode != "alloca" or carries_float(base.source_type)  # type: ignore[arg-type]
+
+
+def local_memory_bases(ptr: Value) -> list[Instruction]:
+    """The function-local memory `ptr` addresses when every value it derives from is such
+    memory (a tape grown into fresh buffers: a phi of several allocations), else none."""
+    bases = pointer_bases(ptr)
+    local = [b for b in map(local_memory_base, bases) if b is not None]
+    return local if len(local) == len(bases) else []
 
 
 def local_memory_base(ptr: Value) -> Instruction | None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from ..analysis.activity import ActivityInfo
 from ..analysis.pointer_stores import never_reloaded
 from ..diagnostics import Diagnostics
+from ..ir.types import ArrayType, StructType, Type, VectorType
 from ..ir.values import Function, Instruction, Value
 from ..known.memory import pointer_base
 from ..known.model import Role, role_of
@@ -37,6 +38,22 @@ def shadowed_allocations(fn: Function, info: ActivityInfo, diag: Diagnostics,
             allocs.add(meminfo)
     _refuse_escapes(fn, allocs, diag, retptr, info)
     return allocs
+
+
+def returns_memory(fn: Function, retptr: Value | None) -> bool:
+    """Whether `fn` stores a pointer (an array, say) into its return slot `retptr`: memory it
+    allocates may then outlive the call."""
+    return retptr is not None and any(
+        inst.opcode == "store" and pointer_base(inst.operands[1]) is retptr
+        and _holds_pointer(inst.operands[0].type) for inst in fn.instructions())
+
+
+def _holds_pointer(t: Type) -> bool:
+    if isinstance(t, StructType):
+        return any(_holds_pointer(e) for e in t.elements)
+    if isinstance(t, (ArrayType, VectorType)):
+        return _holds_pointer(t.element)
+    return t.is_pointer
 
 
 def meminfo_merges(fn: Function, allocs: set[Instruction]) -> list[Instruction]:

@@ -5,15 +5,16 @@ intrinsics with no effect on derivatives. Registered when `ir_passes.known` is i
 adjoint adds the destination's adjoint to the source's and zeroes it (`d_src += d_dst; d_dst
 = 0`, element by element in a small internal function: the intrinsic only knows bytes, the
 element type comes from how the function accesses the memory). `llvm.memset` writes
-constants: the destination's shadow is zeroed in both modes.
+constants: the destination's shadow is zeroed in both modes. `TAPE_ALLOCATE` allocates the
+tape of a derivative being differentiated (a raw buffer).
 """
 from __future__ import annotations
 
 from ..ir.builder import Builder, counted_loop, declare
-from ..ir.types import I1, I8, I64, PTR, VOID, FloatType, FunctionType, size_of
+from ..ir.types import DOUBLE, I1, I8, I64, PTR, VOID, FloatType, FunctionType, size_of
 from ..ir.values import FALSE, Function, Instruction, Module, Value, const_int, zero
-from .memory import MEMORY_INTRINSICS, memory_intrinsic_kind
-from .model import CallContext, Flow, ForwardCalls, KnownCall, ReverseCalls, register
+from .memory import MEMORY_INTRINSICS, TAPE_ALLOCATE, is_tape_memory, memory_intrinsic_kind
+from .model import CallContext, Flow, ForwardCalls, KnownCall, ReverseCalls, Role, register
 
 _INERT = ("llvm.lifetime.", "llvm.assume", "llvm.experimental.noalias.scope.decl", "llvm.dbg.",
           "llvm.invariant.", "llvm.prefetch")
@@ -46,7 +47,7 @@ def _reverse_memory(ctx: ReverseCalls, inst: Instruction) -> None:
     dst, src = inst.operands[0], inst.operands[1]
     length = ctx.value(inst.operands[2])
     if memory_intrinsic_kind(inst.callee_name or "") == "copy" and ctx.has_shadow(src):
-        t = ctx.element_type(dst) or ctx.element_type(src)
+        t = ctx.element_type(dst) or ctx.element_type(src) or _tape_slots(dst)
         if t is None:
             raise ctx.diag.unsupported("memory copy of active data whose element type is "
                                        "unknown", inst, "copy the array with an explicit loop")
@@ -54,6 +55,13 @@ def _reverse_memory(ctx: ReverseCalls, inst: Instruction) -> None:
                    [ctx.shadow(src), ctx.shadow(dst), length], VOID)
         return
     zero_memory(ctx.b, ctx.module, ctx.shadow(dst), length, FALSE)
+
+
+def _tape_slots(dst: Value) -> FloatType | None:
+    """A tape grown into a new buffer holds 8-byte slots: their adjoints are moved as doubles
+    (those of integer slots are zero, the old buffer's all zero before the move: bits are
+    kept exactly, a float's too)."""
+    return DOUBLE if is_tape_memory(dst) else None
 
 
 def zero_memory(b: Builder, module: Module, ptr: Value, size: Value, volatile: Value) -> None:
@@ -91,4 +99,6 @@ def _memory_intrinsic(name: str, copy: bool) -> KnownCall:
 
 register(*(KnownCall(name, prefix=True, inert=True, pointer_neutral=True) for name in _INERT),
          *(_memory_intrinsic(f"llvm.{kind}.", copy=effect == "copy")
-           for kind, effect in MEMORY_INTRINSICS.items()))
+           for kind, effect in MEMORY_INTRINSICS.items()),
+         # A prefix record: `runtime_call(Role.RAW_ALLOC)` stays the front end's allocator.
+         KnownCall(TAPE_ALLOCATE, prefix=True, fresh=True, role=Role.RAW_ALLOC))

@@ -10,6 +10,20 @@ MEMORY_INTRINSICS = {"memcpy": "copy", "memmove": "copy", "memset": "set",
                      "memcpy_inline": "copy", "memset_inline": "set"}
 
 
+#: The allocator of the tape of a derivative that is itself differentiated
+#: (`diff/reverse/tape_captured.py`): a raw allocation (role RAW_ALLOC) the front end binds to
+#: its runtime's, distinct so that the analyses know which memory is such a tape.
+TAPE_ALLOCATE = "enzyme_py.tape.allocate"
+
+
+def is_tape_memory(ptr: Value) -> bool:
+    """Whether `ptr` addresses only tapes of derivatives being differentiated."""
+    bases = pointer_bases(ptr)
+    return bool(bases) and all(isinstance(b, Instruction) and b.opcode == "call"
+                               and (b.callee_name or "").startswith(TAPE_ALLOCATE)
+                               for b in bases)
+
+
 def memory_intrinsic_kind(name: str) -> str | None:
     """"copy" or "set" for an `llvm.mem*` intrinsic, else None."""
     parts = name.split(".")
@@ -23,6 +37,12 @@ def is_memory_intrinsic(name: str) -> bool:
 def pointer_base(ptr: Value) -> Value:
     """The single value a pointer is derived from through address arithmetic, phis and
     selects (`ptr` itself when it has several or none)."""
+    bases = pointer_bases(ptr)
+    return bases[0] if len(bases) == 1 else ptr
+
+
+def pointer_bases(ptr: Value) -> list[Value]:
+    """The values a pointer is derived from through address arithmetic, phis and selects."""
     seen: set[int] = set()
     bases: list[Value] = []
     work = [ptr]
@@ -40,4 +60,4 @@ def pointer_base(ptr: Value) -> Value:
             work.extend(p.operands[1:])
         elif not any(b is p for b in bases):
             bases.append(p)
-    return bases[0] if len(bases) == 1 else ptr
+    return bases

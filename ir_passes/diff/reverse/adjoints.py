@@ -14,6 +14,7 @@ from .availability import Availability, BlockContext
 from .callees import emit_reverse_call
 from .calls import ReverseCallContext, emits_reverse
 from .kept import emit_reference
+from .parked_shadows import park_shadow
 from .state import ReverseState
 
 
@@ -74,7 +75,12 @@ class Adjoints:
                 emit_reference(st.b, st.module, self.avail.value(ctx, owner), Role.DECREF)
             return None
         if inst in st.allocs:   # the shadow array is not needed before this point
-            return release(st.b, st.module, self.avail.shadow(ctx, inst))
+            shadow, slots = self.avail.shadow(ctx, inst), st.kept_allocations.get(inst)
+            if slots is None:
+                return release(st.b, st.module, shadow)
+            size = self.avail.value(ctx, inst.operands[0])
+            park_shadow(st.b, st.module, slots[1], shadow, size)
+            return park_shadow(st.b, st.module, slots[0], self.avail.value(ctx, inst), size)
         if role_of(inst) is Role.RAW_ALLOC and inst in st.info.shadowed:
             return free_raw(st.b, st.module, self.avail.shadow(ctx, inst))
         if st.info.is_active(inst):

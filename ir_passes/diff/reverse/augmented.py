@@ -12,7 +12,10 @@ from ...known.memory import pointer_base
 from ..common import mixed_memory_error, unknown_shadow_pointer
 from ..returns import is_exceptional_return
 from ..shadows import allocate_shadow, call_shadow, derived_shadow
+from ...known.model import Role
 from .callees import augment_call, touches
+from .kept import emit_reference
+from .parked_shadows import new_slot, take_shadow
 from .checks import check_forward
 from .state import ReverseState
 from .tape import Tape
@@ -40,6 +43,10 @@ class AugmentedForward:
                     and touches(st.info, inst):
                 augment_call(st, inst, st.module.functions[inst.callee_name])
                 continue
+            if inst in st.allocs and st.keeps_allocations and st.plan.executes_once(block):
+                self._kept_allocation(inst)
+                check_forward(st, inst)
+                continue
             clone = b.insert(clone_instruction(inst, st.map, st.fwd.__getitem__))
             st.vmap[inst] = clone
             check_forward(st, inst)
@@ -51,6 +58,17 @@ class AugmentedForward:
                     st.owned_pushes.setdefault(block, []).append(st.fshadow[inst])
             elif inst in st.info.shadowed:
                 st.fshadow[inst] = self._shadow(inst)
+
+    def _kept_allocation(self, inst: Instruction) -> None:
+        """An allocation run once per call and its shadow, both kept between calls in slots
+        (`parked_shadows.py`); the slot holds a reference to the primal array of its own."""
+        st, b = self.st, self.st.b
+        size, align = (st.map(op) for op in inst.operands)
+        slots = (new_slot(st.module), new_slot(st.module))
+        st.vmap[inst] = owner = take_shadow(b, st.module, slots[0], size, align, False)
+        emit_reference(b, st.module, owner, Role.INCREF)
+        st.fshadow[inst] = take_shadow(b, st.module, slots[1], size, align)
+        st.kept_allocations[inst] = slots
 
     def _phi(self, inst: Instruction) -> None:
         st, b = self.st, self.st.b

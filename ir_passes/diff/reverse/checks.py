@@ -19,7 +19,8 @@ def check_forward(st: ReverseState, inst: Instruction) -> None:
     op, info = inst.opcode, st.info
     if op == "store":
         check_store(st.diag, st.spec, st.primal, info, inst)
-    elif op == "load" and inst.operands[0] in info.shadowed and inst.type.is_int:
+    elif op == "load" and inst.operands[0] in info.shadowed and inst.type.is_int \
+            and inst in info.varied:                # (not an integer kept on a tape)
         raise st.diag.unsupported("integer load from shadowed (float) memory", inst,
                                   "avoid reinterpreting float arrays as integers")
     elif op == "call":

@@ -37,6 +37,7 @@ from .availability import Availability
 from .control import ReverseControl
 from .presize import presized_loops, reserve_tapes, unchecked_blocks
 from .retained import Retained
+from .parked_shadows import emit_release_all, release_symbol
 from .split import split_reverse
 from .state import ReverseState
 
@@ -79,6 +80,7 @@ def synthesize_reverse(module: Module, spec: DiffSpec,
         module.add_function(reverse)
         return reverse
     module.add_function(st.fn)
+    emit_release_all(module, release_symbol(st.fn.name))
     return st.fn
 
 

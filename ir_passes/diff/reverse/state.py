@@ -11,9 +11,9 @@ from ...analysis.types import analyze_memory_types
 from ...diagnostics import Diagnostics
 from ...ir.builder import Builder
 from ...ir.types import I64, Type
-from ...ir.values import Block, Function, Instruction, Module, Value, const_int, zero
+from ...ir.values import Block, Function, GlobalRef, Instruction, Module, Value, const_int, zero
 from ...known.array_layout import DATA
-from ..allocations import shadowed_allocations
+from ..allocations import returns_memory, shadowed_allocations
 from ..callees import hidden_shadows, not_inlined_callees
 from ..common import refuse_known_problem_calls
 from ..returns import is_exceptional_return, return_slot
@@ -79,6 +79,10 @@ class ReverseState:
         # split mode: the shadow arrays allocated so far, for a state that dies unreversed
         self.owned = Tape(module, self.fn, self.entry, "owned", parked=False) if spec.split else None
         self.owned_pushes: dict[Block, list[Value]] = {}
+        # allocations kept between calls -> slots of the primal array and of its shadow
+        self.keeps_allocations = spec.split is None and not returns_memory(self.primal,
+                                                                           self.retptr)
+        self.kept_allocations: dict[Instruction, tuple[GlobalRef, GlobalRef]] = {}
         self.kept: dict[Instruction, list[Value]] = {}   # call -> arrays kept alive
         self.slot_ptr = self._setup_entry()
         self.order = reverse_post_order(self.primal)

@@ -1,0 +1,125 @@
+"""Memory kept between calls (API.md; issue 11, item 2): a reverse derivative keeps its tape,
+its temporaries and their shadows, so that after a first call with given sizes a call
+allocates nothing, through Numba's runtime or libc, from Python or from `@njit` code; calls
+from several threads stay correct; `df.release()` frees what is kept."""
+import functools
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import threading
+
+import numba
+import numpy as np
+import pytest
+from numba.core.runtime import _nrt_python, rtsys
+
+from enzyme_py import derive_diff
+from tests.support.allocation_probe import residual_cubes, with_temporary
+from tests.support.paths import ROOT
+
+# One worker runs the whole module: the probe subprocess (a fresh Numba compiling its
+# derivatives, slow on a loaded machine) runs once.
+pytestmark = pytest.mark.xdist_group(name="kept-memory")
+
+
+def gradient(x, A, b):
+    """Of both kernels: sum (A x - b)^3."""
+    return 3.0 * A.T @ (A @ x - b) ** 2
+
+
+@functools.cache
+def derivative(fn):
+    return derive_diff(fn, None, ("dup", "const", "const"))
+
+
+@functools.cache
+def repeated(fn):
+    """`@njit(nogil=True)`: `n` calls into `dx` (zeroed before each)."""
+    d = derivative(fn)
+
+    @numba.njit(nogil=True)
+    def run(x, dx, A, b, n):
+        for _ in range(n):
+            dx[:] = 0.0
+            d(x, dx, A, b)
+    return run
+
+
+def problem(seed: int, rows: int):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal(4), rng.standard_normal((rows, 4)), rng.standard_normal(rows)
+
+
+@pytest.fixture(scope="module")
+def probed(tmp_path_factory):
+    """Allocations per call measured in a subprocess counting libc's allocations."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler to build the libc allocation counter")
+    counter = tmp_path_factory.mktemp("malloc") / "malloc_counter.so"
+    subprocess.run([cc, "-O2", "-shared", "-fPIC", "-o", str(counter),
+                    str(pathlib.Path(ROOT, "tests", "support", "malloc_counter.c"))],
+                   check=True)
+    env = dict(os.environ, LD_PRELOAD=str(counter), PYTHONPATH=ROOT)
+    out = subprocess.run([sys.executable, "-m", "tests.support.allocation_probe"], env=env,
+                         cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("kernel", ["residual_cubes", "with_temporary"])
+def test_no_allocation_per_call_in_steady_state(probed, kernel):
+    """From Python (beyond what Numba costs to pass the arrays in) and from an `@njit` loop:
+    neither libc nor NRT allocations. After `release()` the first calls allocate again
+    (the tape; the temporary and its shadow), which shows the counters count."""
+    nothing = {"libc": 0.0, "nrt": 0.0, "nrt_owners": 0.0}
+    assert probed[kernel]["python"] == nothing
+    assert probed[kernel]["njit"] == nothing
+    again = probed[kernel]["after_release"]
+    assert again["libc"] >= 1                                  # the tape
+    if kernel == "with_temporary":
+        assert again["nrt_owners"] == 2 and again["libc"] >= 3  # the temporary, its shadow
+
+
+def test_release_frees_what_is_kept_and_later_calls_allocate_again():
+    d = derivative(with_temporary)
+    x, A, b = problem(0, 50)
+    dx = np.zeros(4)
+    d(x, dx, A, b)
+    was_enabled = _nrt_python.memsys_stats_enabled()
+    _nrt_python.memsys_enable_stats()
+    try:
+        before = rtsys.get_allocation_stats()
+        d.release()
+        released = rtsys.get_allocation_stats()
+        d.release()                                            # nothing left to free
+        twice = rtsys.get_allocation_stats()
+    finally:
+        if not was_enabled:
+            _nrt_python.memsys_disable_stats()
+    assert released.mi_free - before.mi_free == 2              # the temporary and its shadow
+    assert twice.mi_free == released.mi_free
+    dx[:] = 0.0
+    d(x, dx, A, b)
+    np.testing.assert_allclose(dx, gradient(x, A, b), rtol=1e-12)
+
+
+@pytest.mark.parametrize("fn", [residual_cubes, with_temporary])
+def test_calls_from_several_threads_stay_correct(fn):
+    """Four threads call the derivative at once (no GIL), each with its own sizes: each call
+    takes what is kept or allocates its own, and every gradient is right."""
+    run = repeated(fn)
+    problems = [problem(seed, rows) for seed, rows in enumerate((7, 3000, 64, 1500))]
+    results = [np.zeros(4) for _ in problems]
+    run(*problems[0][:1], results[0], *problems[0][1:], 1)      # compile outside the threads
+    threads = [threading.Thread(target=run, args=(x, dx, A, b, 300))
+               for (x, A, b), dx in zip(problems, results)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for (x, A, b), dx in zip(problems, results):
+        np.testing.assert_allclose(dx, gradient(x, A, b), rtol=1e-12)
