@@ -11,8 +11,9 @@ which gives C's heap memory the same raw-buffer shadows.
   pointer (its declaration gets the same effects for LLVM: `runtime.py`).
 * `numba_xxdot`, the BLAS dot product (`blas.py`), and the matrix products `numba_xxgemv`,
   `numba_xxgemm` (`blas_level2_3.py`) and the norm `numba_xxnrm2` (`blas_norm.py`),
-  differentiable; the LAPACK helpers, typed containers and Python object operations are
-  known problems.
+  differentiable; so are the LAPACK helpers of solve, inv, det and slogdet (`lapack_lu.py`);
+  the other LAPACK helpers, typed containers and Python object operations are known
+  problems.
 """
 from __future__ import annotations
 
@@ -22,17 +23,13 @@ from ir_passes.known.model import KnownCall, Role, register
 from .blas import DOT_RECORD
 from .blas_level2_3 import GEMM_RECORD, GEMV_RECORD
 from .blas_norm import NRM2_RECORD
+from .lapack_lu import GESV_RECORD, GETRF_RECORD, GETRI_RECORD
 
 _LINALG_HINT = ("np.linalg is not differentiable yet: write the algorithm with loops over NumPy "
                 "arrays (e.g. Gaussian elimination for a solve), or pass its result as a 'const' "
                 "argument when it does not depend on differentiated inputs")
 _NOT_YET = {
-    "numba_xgesv": ("linear solve (LAPACK numba_xgesv: np.linalg.solve)", _LINALG_HINT),
-    "numba_xxgetrf": ("LU factorisation (LAPACK numba_xxgetrf: np.linalg.inv, det, slogdet or "
-                      "solve)", _LINALG_HINT),
     "numba_xxgetri": ("matrix inverse (LAPACK numba_xxgetri: np.linalg.inv)", _LINALG_HINT),
-    "numba_ez_xxgetri": ("matrix inverse (LAPACK numba_ez_xxgetri: np.linalg.inv)",
-                         _LINALG_HINT),
     "numba_ez_gesdd": ("singular value decomposition (LAPACK numba_ez_gesdd: np.linalg.svd, "
                        "pinv, cond, matrix_rank or a matrix 2-norm)", _LINALG_HINT),
     "numba_ez_xxxevd": ("symmetric eigendecomposition (LAPACK numba_ez_xxxevd: "
@@ -75,7 +72,10 @@ register(
     KnownCall("NRT_Allocate", fresh=True, role=Role.RAW_ALLOC),
     KnownCall("NRT_Free", role=Role.RAW_FREE),
     KnownCall("numba_attempt_nocopy_reshape", pointer_neutral=True),
-    DOT_RECORD, GEMV_RECORD, GEMM_RECORD, NRM2_RECORD,
+    # The data of a list's owner (e.g. of an error message's strings), grown in place: only
+    # the runtime's own header is written; the data returned is the owner's, not an argument.
+    KnownCall("NRT_MemInfo_varsize_realloc", fresh=True, pointer_neutral=True, writes=()),
+    DOT_RECORD, GEMV_RECORD, GEMM_RECORD, NRM2_RECORD, GESV_RECORD, GETRF_RECORD, GETRI_RECORD,
     *(KnownCall(name, problem=CallProblem(*text)) for name, text in _NOT_YET.items()),
     *(KnownCall(prefix, prefix=True, problem=_PYTHON_PROBLEM) for prefix in _PYTHON_API),
     *(KnownCall(prefix, prefix=True, problem=_container_problem(kind))

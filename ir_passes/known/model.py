@@ -110,11 +110,12 @@ class KnownCall:
     flow: Flow | None = None
     role: Role = Role.NONE
     # Derivatives: `check` refuses what the emitters cannot handle (both modes, before any
-    # code); `reverse_reads`: memory the reverse emitter reads, which must not change.
+    # code); `reverse_reads`: memory the reverse emitter reads, which must not change (or a
+    # function of the call giving it, for a rule whose reads depend on how the call is used).
     check: Check | None = None
     forward: ForwardEmitter | None = None
     reverse: ReverseEmitter | None = None
-    reverse_reads: ReadInReverse | None = None
+    reverse_reads: ReadInReverse | Callable[[Instruction], ReadInReverse | None] | None = None
     # Never differentiable: the construct in the user's terms and a fix ("{name}": the callee).
     problem: CallProblem | None = None
 

@@ -40,7 +40,8 @@ def _check_call(st: ReverseState, inst: Instruction) -> None:
     if record is not None and record.reverse is not None:
         if record.check is not None:
             record.check(ReverseCallContext(st), inst)
-        _check_reverse_reads(st, inst, record.reverse_reads)
+        reads = record.reverse_reads
+        _check_reverse_reads(st, inst, reads(inst) if callable(reads) else reads)
     elif lookup(math_rule_name(inst.callee_name or "", inst.type)) is None:
         raise st.diag.unsupported_call(inst)
 

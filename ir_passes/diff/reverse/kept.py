@@ -11,7 +11,8 @@ from ...ir.builder import declare
 from ...ir.types import PTR, VOID
 from ...ir.values import Argument, GlobalRef, Instruction, Value
 from ...known.memory import pointer_base
-from ...known.model import Role, is_local_allocation, role_of, runtime_call, written_arguments
+from ...known.model import (Role, call_record, is_local_allocation, role_of, runtime_call,
+                            written_arguments)
 
 
 def local_owner(ptr: Value) -> tuple[Value, list[Instruction]] | None:
@@ -66,7 +67,7 @@ def written_after(call: Instruction, leaves: list[Value]) -> bool:
 def _may_write(inst: Instruction, leaves: list[Value]) -> bool:
     if inst.opcode == "store":
         targets = [inst.operands[1]]
-    elif inst.opcode == "call":
+    elif inst.opcode == "call" and role_of(inst) is not Role.RAW_FREE:   # frees no kept array
         targets = written_arguments(inst)
     else:
         return False
@@ -78,9 +79,15 @@ def _may_write(inst: Instruction, leaves: list[Value]) -> bool:
             if any(base.operands[0] is leaf for leaf in leaves):  # type: ignore[union-attr]
                 return True
         elif not (isinstance(base, (Argument, GlobalRef)) or is_local_allocation(base)
-                  or isinstance(base, Instruction) and base.opcode == "alloca"):
+                  or _is_fresh(base) or isinstance(base, Instruction) and base.opcode == "alloca"):
             return True         # memory of unknown origin (Numba's globals are constants)
     return False
+
+
+def _is_fresh(v: Value) -> bool:
+    """Memory a call made (an owner of a list, say): not one of the kept arrays."""
+    record = call_record(v)
+    return record is not None and record.fresh
 
 
 def emit_reference(b, module, owner: Value, role: Role) -> None:
