@@ -32,7 +32,7 @@ _I_N, _I_A, _I_LDA, _I_IPIV = range(1, 5)                            # getri
 _HINT = "not supported yet: only float32 and float64 matrices are differentiable"
 
 
-def _type(ctx: CallContext, inst: Instruction, what: str) -> FloatType:
+def element_type(ctx: CallContext, inst: Instruction, what: str) -> FloatType:
     t = dot_type(inst)
     if t is None:
         raise ctx.diag.unsupported(f"{what} of a complex matrix ({inst.callee_name})", inst,
@@ -49,7 +49,7 @@ def _require_shadow(ctx: CallContext, inst: Instruction, pos: int, what: str) ->
 # ------------------------------------------------------------------ gesv: np.linalg.solve
 
 def _check_gesv(ctx: CallContext, inst: Instruction) -> None:
-    _type(ctx, inst, "linear solve")
+    element_type(ctx, inst, "linear solve")
     _require_shadow(ctx, inst, _V_B, "linear solve")
     used = uses_after(inst, inst.operands[_V_A])
     if used:
@@ -60,7 +60,7 @@ def _check_gesv(ctx: CallContext, inst: Instruction) -> None:
 
 def _forward_gesv(ctx: ForwardCalls, inst: Instruction) -> None:
     """X' = A^-1 (B' - A' X) per lane."""
-    t, b = _type(ctx, inst, "linear solve"), ctx.b
+    t, b = element_type(ctx, inst, "linear solve"), ctx.b
     n, nrhs, a, lda, ipiv, x, ldb = (ctx.value(inst.operands[i]) for i in range(1, 8))
     for j in range(ctx.width):
         dx = ctx.shadow(inst.operands[_V_B], j)
@@ -73,7 +73,7 @@ def _forward_gesv(ctx: ForwardCalls, inst: Instruction) -> None:
 
 def _reverse_gesv(ctx: ReverseCalls, inst: Instruction) -> None:
     """B' = A^-T X' (in place of X'), A' = -B' X^T (the factors' adjoint is 0: unread)."""
-    t, b = _type(ctx, inst, "linear solve"), ctx.b
+    t, b = element_type(ctx, inst, "linear solve"), ctx.b
     n, nrhs, a, lda, ipiv, x, ldb = (ctx.value(inst.operands[i]) for i in range(1, 8))
     g = ctx.shadow(inst.operands[_V_B])
     call(b, ctx.module, t, "getrs", "t", n, nrhs, a, lda, ipiv, g, ldb)
@@ -101,7 +101,7 @@ def _factors_inverted(ctx: CallContext, inst: Instruction) -> bool:
 
 
 def _check_getrf(ctx: CallContext, inst: Instruction) -> None:
-    _type(ctx, inst, "LU factorisation")
+    element_type(ctx, inst, "LU factorisation")
     if inst.operands[_F_M] is not inst.operands[_F_N]:
         raise ctx.diag.unsupported("LU factorisation (numba_xxgetrf) of a matrix not known to "
                                    "be square", inst, "not supported yet: call np.linalg.inv, "
@@ -119,7 +119,7 @@ def _forward_getrf(ctx: ForwardCalls, inst: Instruction) -> None:
     """L' = L tril(F, -1), U' = triu(F) U with F = L^-1 P^T A' U^-1, into A's shadow."""
     if _factors_inverted(ctx, inst):
         return
-    t, b, m = _type(ctx, inst, "LU factorisation"), ctx.b, ctx.module
+    t, b, m = element_type(ctx, inst, "LU factorisation"), ctx.b, ctx.module
     n, lu, lda, ipiv = _sizes(ctx, inst)
     low = scratch(b, m, t, n, n)
     for j in range(ctx.width):
@@ -139,7 +139,7 @@ def _reverse_getrf(ctx: ReverseCalls, inst: Instruction) -> None:
     """A' = P L^-T (tril(L^T Lbar, -1) + triu(Ubar U^T)) U^-T, in place of the factors'."""
     if _factors_inverted(ctx, inst):
         return
-    t, b, m = _type(ctx, inst, "LU factorisation"), ctx.b, ctx.module
+    t, b, m = element_type(ctx, inst, "LU factorisation"), ctx.b, ctx.module
     n, lu, lda, ipiv = _sizes(ctx, inst)
     g = ctx.shadow(inst.operands[_F_A])
     low = scratch(b, m, t, n, n)
@@ -167,7 +167,7 @@ def _getrf_reads(inst: Instruction) -> ReadInReverse | None:
 # ------------------------------------------------------------------ getri: np.linalg.inv
 
 def _check_getri(ctx: CallContext, inst: Instruction) -> None:
-    _type(ctx, inst, "matrix inverse")
+    element_type(ctx, inst, "matrix inverse")
     fn = inst.block.function if inst.block is not None else None
     factored = fn is not None and any(
         i.opcode == "call" and i.callee_name == GETRF and _is_inverse_of(i, inst)
@@ -186,7 +186,7 @@ def _inverse_sizes(ctx, inst: Instruction) -> tuple[Value, Value, Value]:
 
 def _forward_getri(ctx: ForwardCalls, inst: Instruction) -> None:
     """W' = -W A' W per lane (A' in the factors' shadow, see getrf)."""
-    t, b, m = _type(ctx, inst, "matrix inverse"), ctx.b, ctx.module
+    t, b, m = element_type(ctx, inst, "matrix inverse"), ctx.b, ctx.module
     n, w, lda = _inverse_sizes(ctx, inst)
     tmp = scratch(b, m, t, n, n)
     for j in range(ctx.width):
@@ -198,7 +198,7 @@ def _forward_getri(ctx: ForwardCalls, inst: Instruction) -> None:
 
 def _reverse_getri(ctx: ReverseCalls, inst: Instruction) -> None:
     """A' = -W^T W' W^T, in place of W'."""
-    t, b, m = _type(ctx, inst, "matrix inverse"), ctx.b, ctx.module
+    t, b, m = element_type(ctx, inst, "matrix inverse"), ctx.b, ctx.module
     n, w, lda = _inverse_sizes(ctx, inst)
     g = ctx.shadow(inst.operands[_I_A])
     tmp = scratch(b, m, t, n, n)

@@ -86,10 +86,12 @@ class ReverseCalls(CallContext, Protocol):
 @dataclass(frozen=True)
 class ReadInReverse:
     """Memory a reverse emitter reads (at argument positions `args`): it must hold the same
-    values then as at the call, else the error says `what` and `hint`."""
+    values then as at the call, else the error says `what` and `hint`; `allowed(call, write)`
+    exempts later writes known to leave what the emitter reads alone."""
     args: tuple[int, ...]
     what: str
     hint: str
+    allowed: Callable[[Instruction, Instruction], bool] | None = None
 
 
 Check = Callable[[CallContext, Instruction], None]

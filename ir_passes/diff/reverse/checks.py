@@ -58,10 +58,10 @@ def _check_reverse_reads(st: ReverseState, inst: Instruction,
         if st.plan.read_only(v):
             continue
         base = pointer_base(v)
-        if isinstance(base, Argument) and not written_after(inst, [base]):
+        if isinstance(base, Argument) and not written_after(inst, [base], reads.allowed):
             continue
         owned = local_owner(v)
-        if owned is None or written_after(inst, owned[1]):
+        if owned is None or written_after(inst, owned[1], reads.allowed):
             raise st.diag.unsupported(f"{reads.what} ({describe_memory(st.spec, v)})", inst,
                                       reads.hint)
         if st.owned is not None:

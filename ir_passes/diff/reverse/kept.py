@@ -7,6 +7,8 @@ reference after the call (the primal may release it before the reverse runs), wh
 call's reverse drops."""
 from __future__ import annotations
 
+from typing import Callable
+
 from ...ir.builder import declare
 from ...ir.types import PTR, VOID
 from ...ir.values import Argument, GlobalRef, Instruction, Value
@@ -42,9 +44,11 @@ def _owner(p: Value, seen: set[int]) -> tuple[Value, list[Instruction]] | None:
     return None
 
 
-def written_after(call: Instruction, leaves: list[Value]) -> bool:
+def written_after(call: Instruction, leaves: list[Value],
+                  allowed: Callable[[Instruction, Instruction], bool] | None = None) -> bool:
     """Whether the memory of `leaves` (allocation calls, or an argument) may be written after
-    `call` (before the allocation runs again, for a single one: then it is a new array)."""
+    `call` (before the allocation runs again, for a single one: then it is a new array), by
+    other writes than those `allowed(call, write)` exempts."""
     block = call.block
     assert block is not None
     work = [(block, block.instructions.index(call) + 1)]
@@ -54,7 +58,7 @@ def written_after(call: Instruction, leaves: list[Value]) -> bool:
         for inst in blk.instructions[start:]:
             if len(leaves) == 1 and inst is leaves[0]:
                 break
-            if _may_write(inst, leaves):
+            if _may_write(inst, leaves) and not (allowed is not None and allowed(call, inst)):
                 return True
         else:
             for succ in blk.successors():
