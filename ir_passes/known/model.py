@@ -110,6 +110,7 @@ class KnownCall:
     fresh: bool = False             # returns fresh memory, never an address it was handed
     writes: tuple[int, ...] | None = None   # arguments written through (None: any pointer)
     flow: Flow | None = None
+    more_flows: tuple[Flow, ...] = ()       # into other outputs (with `flow`)
     role: Role = Role.NONE
     # Derivatives: `check` refuses what the emitters cannot handle (both modes, before any
     # code); `reverse_reads`: memory the reverse emitter reads, which must not change (or a
