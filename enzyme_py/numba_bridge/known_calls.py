@@ -12,7 +12,7 @@ which gives C's heap memory the same raw-buffer shadows.
 * `numba_xxdot`, the BLAS dot product (`blas.py`), and the matrix products `numba_xxgemv`,
   `numba_xxgemm` (`blas_level2_3.py`) and the norm `numba_xxnrm2` (`blas_norm.py`),
   differentiable; so are the LAPACK helpers of solve, inv, det and slogdet (`lapack_lu.py`)
-  cholesky (`lapack_cholesky.py`) and eigh (`lapack_eigh.py`);
+  cholesky (`lapack_cholesky.py`), eigh (`lapack_eigh.py`) and the thin svd (`lapack_svd.py`);
   the other LAPACK helpers, typed containers and Python object operations are known
   problems.
 """
@@ -27,14 +27,13 @@ from .blas_norm import NRM2_RECORD
 from .lapack_cholesky import POTRF_RECORD
 from .lapack_eigh import EVD_RECORD
 from .lapack_lu import GESV_RECORD, GETRF_RECORD, GETRI_RECORD
+from .lapack_svd import SVD_RECORD
 
-_LINALG_HINT = ("not differentiable yet (np.linalg.solve, inv, det, slogdet, cholesky and eigh "
-                "are): write the algorithm with loops over NumPy arrays, or pass its result as a "
-                "'const' argument when it does not depend on differentiated inputs")
+_LINALG_HINT = ("not differentiable yet (np.linalg.solve, inv, det, slogdet, cholesky, eigh and "
+                "svd are): write the algorithm with loops over NumPy arrays, or pass its result "
+                "as a 'const' argument when it does not depend on differentiated inputs")
 _NOT_YET = {
     "numba_xxgetri": ("matrix inverse (LAPACK numba_xxgetri: np.linalg.inv)", _LINALG_HINT),
-    "numba_ez_gesdd": ("singular value decomposition (LAPACK numba_ez_gesdd: np.linalg.svd, "
-                       "pinv, cond, matrix_rank or a matrix 2-norm)", _LINALG_HINT),
     "numba_ez_rgeev": ("eigendecomposition (LAPACK numba_ez_rgeev: np.linalg.eig or eigvals)",
                        _LINALG_HINT),
     "numba_ez_cgeev": ("eigendecomposition (LAPACK numba_ez_cgeev: np.linalg.eig or eigvals)",
@@ -75,7 +74,7 @@ register(
     # the runtime's own header is written; the data returned is the owner's, not an argument.
     KnownCall("NRT_MemInfo_varsize_realloc", fresh=True, pointer_neutral=True, writes=()),
     DOT_RECORD, GEMV_RECORD, GEMM_RECORD, NRM2_RECORD, GESV_RECORD, GETRF_RECORD, GETRI_RECORD,
-    POTRF_RECORD, EVD_RECORD,
+    POTRF_RECORD, EVD_RECORD, SVD_RECORD,
     *(KnownCall(name, problem=CallProblem(*text)) for name, text in _NOT_YET.items()),
     *(KnownCall(prefix, prefix=True, problem=_PYTHON_PROBLEM) for prefix in _PYTHON_API),
     *(KnownCall(prefix, prefix=True, problem=_container_problem(kind))

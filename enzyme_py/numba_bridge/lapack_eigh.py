@@ -20,6 +20,7 @@ from ir_passes.ir.values import ConstInt, Function, Instruction, Module, Value, 
 from ir_passes.known.model import (CallContext, Flow, ForwardCalls, KnownCall, ReadInReverse,
                                    ReverseCalls)
 
+from .blas_calls import zero_matrix
 from .lapack_calls import call, mask_triangles, release, scratch
 from .lapack_lu import element_type
 
@@ -80,7 +81,7 @@ def _reverse(ctx: ReverseCalls, inst: Instruction) -> None:
     call(b, m, t, "gemm", "n", "t", n, n, n, 1.0, p, n, v, lda, 0.0, k, n)
     mask_triangles(b, m, t, n, k, n, g, lda, (0, 0, 0), (1, 1, 0))
     mask_triangles(b, m, t, n, k, n, g, lda, (1, 1, 1), (1, 0, 0), transposed=True)
-    counted_loop(b, n, lambda b, i: b.store(zero(t), b.gep(t, gw, [i])))
+    zero_matrix(b, m, t, gw, n)
     release(b, m, k)
     release(b, m, p)
 
