@@ -1,4 +1,5 @@
-"""np.linalg.solve, inv, det and slogdet (Numba's LAPACK gesv, getrf, getri) in both modes:
+"""np.linalg.solve, inv, det, slogdet (Numba's LAPACK gesv, getrf, getri) and matrix_power
+(gemm, and inv for negative powers) in both modes:
 against central finite differences, forward against reverse (inner product), every
 activity combination of the arrays, float32 and float64, C and F layouts; NRT allocations
 balanced; complex matrices refused. Numba needs scipy for LAPACK.
@@ -44,6 +45,16 @@ def solve_in_loop(A, b, out):
     out[:] = x
 
 
+def powers(A):
+    """Numba's matrix_power: products for |n| <= 3, inv first for n < 0."""
+    return np.sum(np.linalg.matrix_power(A, 3)) + np.sum(np.linalg.matrix_power(A, -2) ** 2)
+
+
+def high_power(A):
+    """|n| >= 4: a loop of products of arrays merged across iterations."""
+    return np.sum(np.linalg.matrix_power(A, 5))
+
+
 def _well_conditioned(r, n, dtype=np.float64, order="C"):
     A = r.standard_normal((n, n)) + n * np.eye(n)
     return np.asarray(A, dtype=dtype, order=order)
@@ -75,6 +86,9 @@ KERNELS = [
     Kernel("determinants", determinants, _two_matrices),
     Kernel("determinants_A_const", determinants, _two_matrices, const=(0,)),
     Kernel("determinants_f32", determinants, _f32(_two_matrices), fd_rtol=2e-2),
+    Kernel("powers", powers, lambda r: (_well_conditioned(r, 3) / 3.0,)),
+    Kernel("powers_f32", powers, lambda r: (_well_conditioned(r, 3, np.float32) / 3.0,),
+           fd_rtol=2e-2),
     Kernel("solve_in_loop", solve_in_loop,
            lambda r: (_well_conditioned(r, 3), r.standard_normal(3), np.zeros(3)),
            outputs=(2,)),
@@ -109,6 +123,15 @@ def test_temporaries_are_released(check, name):
     assert_released(check(kernel).df, kernel.args())
 
 
+def test_high_matrix_power_forward_and_refused_in_reverse():
+    kernel = Kernel("high_power", high_power, lambda r: (_well_conditioned(r, 3) / 3.0,))
+    check_forward(kernel)
+    d = derive_diff(high_power, None, ("dup",))
+    with pytest.raises(UnsupportedError, match=r"matrix product \(numba_xxgemm: A @ B, np\.dot "
+                       r"or np\.matmul\) of an array the function also writes"):
+        d(np.eye(2), np.zeros((2, 2)))
+
+
 def test_complex_solve_is_refused():
     def f(A, b):
         return np.linalg.solve(A + 0j, b + 0j)[0].real
@@ -118,3 +141,13 @@ def test_complex_solve_is_refused():
                        r"matrix \(numba_xgesv\)(.*\n)*  fix: not supported yet: only float32 "
                        r"and float64 matrices are differentiable"):
         d(*(a for v in (np.eye(2), np.ones(2)) for a in (v, np.zeros_like(v))))
+
+
+def test_split_mode_refuses_lapack_on_copies():
+    def f(A, b):
+        return np.sum(np.linalg.solve(A, b))
+
+    forward, _ = derive_diff(f, None, ("dup", "dup"), mode="split")
+    with pytest.raises(UnsupportedError, match=r"numba_xgesv of an array allocated in the "
+                       r"function, in split mode(.*\n)*  fix: not supported yet in split mode"):
+        forward(*(a for v in (np.eye(2), np.ones(2)) for a in (v, np.zeros_like(v))))
