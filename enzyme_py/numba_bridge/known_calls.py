@@ -32,15 +32,19 @@ from .lapack_svd import SVD_RECORD
 _LINALG_HINT = ("not differentiable yet (np.linalg.solve, inv, det, slogdet, cholesky, eigh and "
                 "svd are): write the algorithm with loops over NumPy arrays, or pass its result "
                 "as a 'const' argument when it does not depend on differentiated inputs")
+_QR_HINT = ("not differentiable yet: for a matrix of full column rank, R = np.linalg.cholesky("
+            "A.T @ A).T and Q = A @ np.linalg.inv(R) are its thin QR factors (R with a positive "
+            "diagonal)")
+_LSTSQ_HINT = ("not differentiable yet: for a matrix of full column rank, np.linalg.solve("
+               "A.T @ A, A.T @ b) is the least-squares solution")
 _NOT_YET = {
-    "numba_xxgetri": ("matrix inverse (LAPACK numba_xxgetri: np.linalg.inv)", _LINALG_HINT),
     "numba_ez_rgeev": ("eigendecomposition (LAPACK numba_ez_rgeev: np.linalg.eig or eigvals)",
                        _LINALG_HINT),
     "numba_ez_cgeev": ("eigendecomposition (LAPACK numba_ez_cgeev: np.linalg.eig or eigvals)",
                        _LINALG_HINT),
-    "numba_ez_geqrf": ("QR factorisation (LAPACK numba_ez_geqrf: np.linalg.qr)", _LINALG_HINT),
-    "numba_ez_xxgqr": ("QR factorisation (LAPACK numba_ez_xxgqr: np.linalg.qr)", _LINALG_HINT),
-    "numba_ez_gelsd": ("least squares (LAPACK numba_ez_gelsd: np.linalg.lstsq)", _LINALG_HINT),
+    "numba_ez_geqrf": ("QR factorisation (LAPACK numba_ez_geqrf: np.linalg.qr)", _QR_HINT),
+    "numba_ez_xxgqr": ("QR factorisation (LAPACK numba_ez_xxgqr: np.linalg.qr)", _QR_HINT),
+    "numba_ez_gelsd": ("least squares (LAPACK numba_ez_gelsd: np.linalg.lstsq)", _LSTSQ_HINT),
 }
 _PYTHON_API = ("Py", "_Py", "numba_gil_", "numba_unpickle", "numba_runtime_")
 _PYTHON_PROBLEM = CallProblem(

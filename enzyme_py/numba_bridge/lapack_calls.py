@@ -26,12 +26,13 @@ from ir_passes.known.model import Role, runtime_call
 # Parameter kinds: c a flag (char), i a size (int), f a scalar of the routine's float type,
 # p an array (pointer), o the info output (int, ignored: arguments are valid by construction).
 _SIGNATURES = {
-    "gemm": ("blas", "cciiifpipifpi"),     # transa transb m n k alpha a lda b ldb beta c ldc
-    "trsm": ("blas", "cccciifpipi"),       # side uplo transa diag m n alpha a lda b ldb
-    "trmm": ("blas", "cccciifpipi"),
-    "getrs": ("lapack", "ciipippio"),      # trans n nrhs a lda ipiv b ldb info
-    "laswp": ("lapack", "ipiiipi"),        # n a lda k1 k2 ipiv incx
+    "gemm": "cciiifpipifpi",      # transa transb m n k alpha a lda b ldb beta c ldc
+    "trsm": "cccciifpipi",        # side uplo transa diag m n alpha a lda b ldb
+    "trmm": "cccciifpipi",
+    "getrs": "ciipippio",         # trans n nrhs a lda ipiv b ldb info
+    "laswp": "ipiiipi",           # n a lda k1 k2 ipiv incx
 }
+_BLAS = ("gemm", "trsm", "trmm")
 _PARAM = {"c": I8, "i": I64, "p": PTR}
 
 
@@ -45,7 +46,7 @@ def _symbol(routine: str) -> str:
     import llvmlite.binding as llvm
     import scipy.linalg.cython_blas as blas
     import scipy.linalg.cython_lapack as lapack
-    library = blas if routine[1:] in ("gemm", "trsm", "trmm") else lapack
+    library = blas if routine[1:] in _BLAS else lapack
     capsule = library.__pyx_capi__[routine]
     get = ctypes.pythonapi.PyCapsule_GetPointer
     get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
@@ -62,7 +63,7 @@ def _wrapper(module: Module, t: FloatType, routine: str) -> Function:
     fn = module.functions.get(name)
     if fn is not None:
         return fn
-    kinds = _SIGNATURES[routine][1]
+    kinds = _SIGNATURES[routine]
     params = [t if k == "f" else _PARAM[k] for k in kinds if k != "o"]
     flags = kinds.count("c")
     target = declare(module, _symbol(_prefix(t) + routine), VOID,
@@ -95,7 +96,7 @@ def call(b: Builder, module: Module, t: FloatType, routine: str, *args: Value | 
          ) -> None:
     """Call `routine` ("gemm", "trsm", "trmm", "getrs", "laswp") for float type `t`; flags are
     one-letter strings, scalars Python floats, sizes i64 values or ints, arrays pointers."""
-    kinds = [k for k in _SIGNATURES[routine][1] if k != "o"]
+    kinds = [k for k in _SIGNATURES[routine] if k != "o"]
     assert len(kinds) == len(args), routine
     values = [const_int(I8, ord(a)) if k == "c" else const_float(t, a) if k == "f"
               else _size(a) if k == "i" else a for k, a in zip(kinds, args)]
