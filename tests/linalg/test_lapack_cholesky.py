@@ -38,10 +38,9 @@ def _args(r, dtype=np.float64, order="C"):
 
 KERNELS = [
     Kernel("factor", factor, _args),
-    Kernel("factor_w_const", factor, _args, const=(1,)),
     Kernel("factor_A_const", factor, _args, const=(0,)),
     Kernel("factor_f32", factor, lambda r: _args(r, np.float32), fd_rtol=2e-2),
-    Kernel("factor_F", factor, lambda r: _args(r, order="F")),
+    Kernel("factor_F_w_const", factor, lambda r: _args(r, order="F"), const=(1,)),
     Kernel("factor_of_product", factor_of_product, lambda r: (r.standard_normal((4, 3)),)),
 ]
 IDS = [k.name for k in KERNELS]

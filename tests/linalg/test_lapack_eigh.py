@@ -37,10 +37,9 @@ def _args(r, dtype=np.float64, order="C"):
 
 KERNELS = [
     Kernel("spectrum", spectrum, _args),
-    Kernel("spectrum_C_const", spectrum, _args, const=(1,)),
     Kernel("spectrum_A_const", spectrum, _args, const=(0,)),
     Kernel("spectrum_f32", spectrum, lambda r: _args(r, np.float32), fd_rtol=2e-2),
-    Kernel("spectrum_F", spectrum, lambda r: _args(r, order="F")),
+    Kernel("spectrum_F_C_const", spectrum, lambda r: _args(r, order="F"), const=(1,)),
     Kernel("eigenvalues", eigenvalues, lambda r: (_symmetric(r, 4),)),
 ]
 IDS = [k.name for k in KERNELS]

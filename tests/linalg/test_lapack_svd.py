@@ -38,10 +38,9 @@ def _args(r, m, n, dtype=np.float64, order="C"):
 KERNELS = [
     Kernel("tall", singular, lambda r: _args(r, 4, 3)),
     Kernel("wide", singular, lambda r: _args(r, 3, 4)),
-    Kernel("tall_CD_const", singular, lambda r: _args(r, 4, 3), const=(1, 2)),
     Kernel("tall_A_const", singular, lambda r: _args(r, 4, 3), const=(0,)),
     Kernel("tall_f32", singular, lambda r: _args(r, 4, 3, np.float32), fd_rtol=2e-2),
-    Kernel("wide_F", singular, lambda r: _args(r, 3, 4, order="F")),
+    Kernel("wide_F_CD_const", singular, lambda r: _args(r, 3, 4, order="F"), const=(1, 2)),
     Kernel("pseudo_inverse", pseudo_inverse, lambda r: (r.standard_normal((4, 3)),)),
 ]
 IDS = [k.name for k in KERNELS]
