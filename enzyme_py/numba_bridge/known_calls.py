@@ -11,8 +11,10 @@ which gives C's heap memory the same raw-buffer shadows.
   pointer (its declaration gets the same effects for LLVM: `runtime.py`).
 * `numba_xxdot`, the BLAS dot product (`blas.py`), and the matrix products `numba_xxgemv`,
   `numba_xxgemm` (`blas_level2_3.py`) and the norm `numba_xxnrm2` (`blas_norm.py`),
-  differentiable; the LAPACK helpers, typed containers and Python object operations are
-  known problems.
+  differentiable; so are the LAPACK helpers of solve, inv, det and slogdet (`lapack_lu.py`)
+  cholesky (`lapack_cholesky.py`), eigh (`lapack_eigh.py`) and the thin svd (`lapack_svd.py`);
+  the other LAPACK helpers, typed containers and Python object operations are known
+  problems.
 """
 from __future__ import annotations
 
@@ -22,30 +24,27 @@ from ir_passes.known.model import KnownCall, Role, register
 from .blas import DOT_RECORD
 from .blas_level2_3 import GEMM_RECORD, GEMV_RECORD
 from .blas_norm import NRM2_RECORD
+from .lapack_cholesky import POTRF_RECORD
+from .lapack_eigh import EVD_RECORD
+from .lapack_lu import GESV_RECORD, GETRF_RECORD, GETRI_RECORD
+from .lapack_svd import SVD_RECORD
 
-_LINALG_HINT = ("np.linalg is not differentiable yet: write the algorithm with loops over NumPy "
-                "arrays (e.g. Gaussian elimination for a solve), or pass its result as a 'const' "
-                "argument when it does not depend on differentiated inputs")
+_LINALG_HINT = ("not differentiable yet (np.linalg.solve, inv, det, slogdet, cholesky, eigh and "
+                "svd are): write the algorithm with loops over NumPy arrays, or pass its result "
+                "as a 'const' argument when it does not depend on differentiated inputs")
+_QR_HINT = ("not differentiable yet: for a matrix of full column rank, R = np.linalg.cholesky("
+            "A.T @ A).T and Q = A @ np.linalg.inv(R) are its thin QR factors (R with a positive "
+            "diagonal)")
+_LSTSQ_HINT = ("not differentiable yet: for a matrix of full column rank, np.linalg.solve("
+               "A.T @ A, A.T @ b) is the least-squares solution")
 _NOT_YET = {
-    "numba_xgesv": ("linear solve (LAPACK numba_xgesv: np.linalg.solve)", _LINALG_HINT),
-    "numba_xxgetrf": ("LU factorisation (LAPACK numba_xxgetrf: np.linalg.inv, det, slogdet or "
-                      "solve)", _LINALG_HINT),
-    "numba_xxgetri": ("matrix inverse (LAPACK numba_xxgetri: np.linalg.inv)", _LINALG_HINT),
-    "numba_ez_xxgetri": ("matrix inverse (LAPACK numba_ez_xxgetri: np.linalg.inv)",
-                         _LINALG_HINT),
-    "numba_ez_gesdd": ("singular value decomposition (LAPACK numba_ez_gesdd: np.linalg.svd, "
-                       "pinv, cond, matrix_rank or a matrix 2-norm)", _LINALG_HINT),
-    "numba_ez_xxxevd": ("symmetric eigendecomposition (LAPACK numba_ez_xxxevd: "
-                        "np.linalg.eigh or eigvalsh)", _LINALG_HINT),
     "numba_ez_rgeev": ("eigendecomposition (LAPACK numba_ez_rgeev: np.linalg.eig or eigvals)",
                        _LINALG_HINT),
     "numba_ez_cgeev": ("eigendecomposition (LAPACK numba_ez_cgeev: np.linalg.eig or eigvals)",
                        _LINALG_HINT),
-    "numba_xxpotrf": ("Cholesky factorisation (LAPACK numba_xxpotrf: np.linalg.cholesky)",
-                      _LINALG_HINT),
-    "numba_ez_geqrf": ("QR factorisation (LAPACK numba_ez_geqrf: np.linalg.qr)", _LINALG_HINT),
-    "numba_ez_xxgqr": ("QR factorisation (LAPACK numba_ez_xxgqr: np.linalg.qr)", _LINALG_HINT),
-    "numba_ez_gelsd": ("least squares (LAPACK numba_ez_gelsd: np.linalg.lstsq)", _LINALG_HINT),
+    "numba_ez_geqrf": ("QR factorisation (LAPACK numba_ez_geqrf: np.linalg.qr)", _QR_HINT),
+    "numba_ez_xxgqr": ("QR factorisation (LAPACK numba_ez_xxgqr: np.linalg.qr)", _QR_HINT),
+    "numba_ez_gelsd": ("least squares (LAPACK numba_ez_gelsd: np.linalg.lstsq)", _LSTSQ_HINT),
 }
 _PYTHON_API = ("Py", "_Py", "numba_gil_", "numba_unpickle", "numba_runtime_")
 _PYTHON_PROBLEM = CallProblem(
@@ -75,7 +74,11 @@ register(
     KnownCall("NRT_Allocate", fresh=True, role=Role.RAW_ALLOC),
     KnownCall("NRT_Free", role=Role.RAW_FREE),
     KnownCall("numba_attempt_nocopy_reshape", pointer_neutral=True),
-    DOT_RECORD, GEMV_RECORD, GEMM_RECORD, NRM2_RECORD,
+    # The data of a list's owner (e.g. of an error message's strings), grown in place: only
+    # the runtime's own header is written; the data returned is the owner's, not an argument.
+    KnownCall("NRT_MemInfo_varsize_realloc", fresh=True, pointer_neutral=True, writes=()),
+    DOT_RECORD, GEMV_RECORD, GEMM_RECORD, NRM2_RECORD, GESV_RECORD, GETRF_RECORD, GETRI_RECORD,
+    POTRF_RECORD, EVD_RECORD, SVD_RECORD,
     *(KnownCall(name, problem=CallProblem(*text)) for name, text in _NOT_YET.items()),
     *(KnownCall(prefix, prefix=True, problem=_PYTHON_PROBLEM) for prefix in _PYTHON_API),
     *(KnownCall(prefix, prefix=True, problem=_container_problem(kind))

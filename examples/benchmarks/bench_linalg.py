@@ -1,5 +1,6 @@
-"""Reverse mode through matrix products (`@`: Numba's BLAS gemv/gemm): time of the gradient
-relative to the primal and to the same gradient written by hand with BLAS calls.
+"""Reverse mode through matrix products (`@`: Numba's BLAS gemv/gemm) and a linear solve
+(np.linalg.solve: LAPACK gesv): time of the gradient relative to the primal and to the same
+gradient written by hand with BLAS/LAPACK calls.
 
 Run:  python examples/benchmarks/bench_linalg.py [--repeats N] [--sizes 64,128,256,512]
 
@@ -12,6 +13,8 @@ products are np.dot calls (BLAS), that is what the pass's BLAS rules should matc
   least_squares  sum((A @ x - b)**2), A n x n, gradient for A and x (gemv)
   mlp            sum(tanh(W2 @ tanh(W1 @ x + b1) + b2)), all weights and x (gemv)
   mlp_batch      sum(tanh(W2 @ tanh(W1 @ X))), X n x n, all three (gemm)
+  solve          sum(solve(A, b)**2), A n x n, gradient for A and b (gesv; the derivative
+                 reuses the LU factors, the hand-written one solves with A.T again)
 
 BLAS runs single-threaded (OPENBLAS_NUM_THREADS=1 unless set) so CPU time is run time.
 """
@@ -43,6 +46,10 @@ def mlp(W1, b1, W2, b2, x):
 
 def mlp_batch(W1, W2, X):
     return np.sum(np.tanh(W2 @ np.tanh(W1 @ X)))
+
+
+def solve(A, b):
+    return np.sum(np.linalg.solve(A, b) ** 2)
 
 
 @numba.njit
@@ -86,6 +93,15 @@ def mlp_batch_hand(W1, dW1, W2, dW2, X, dX):
     return np.sum(O)
 
 
+@numba.njit
+def solve_hand(A, dA, b, db):
+    x = np.linalg.solve(A, b)
+    g = np.linalg.solve(A.T, 2.0 * x)
+    db += g
+    _outer_into(dA, -g, x)
+    return np.sum(x * x)
+
+
 def _problem(name, n, rng):
     """(primal, hand-written gradient, primal args, activities)."""
     s = 1.0 / np.sqrt(n)
@@ -96,6 +112,9 @@ def _problem(name, n, rng):
         args = (rng.standard_normal((n, n)) * s, rng.standard_normal(n),
                 rng.standard_normal((n, n)) * s, rng.standard_normal(n), rng.standard_normal(n))
         return mlp, mlp_hand, args, ("dup",) * 5
+    if name == "solve":
+        args = (rng.standard_normal((n, n)) * s + 2.0 * np.eye(n), rng.standard_normal(n))
+        return solve, solve_hand, args, ("dup", "dup")
     args = (rng.standard_normal((n, n)) * s, rng.standard_normal((n, n)) * s,
             rng.standard_normal((n, n)))
     return mlp_batch, mlp_batch_hand, args, ("dup",) * 3
@@ -139,7 +158,7 @@ def main() -> None:
     opts = ap.parse_args()
     rng = np.random.default_rng(0)
     rows = [_row(name, n, opts.repeats, rng)
-            for name in ("least_squares", "mlp", "mlp_batch")
+            for name in ("least_squares", "mlp", "mlp_batch", "solve")
             for n in (int(s) for s in opts.sizes.split(","))]
     print(table(["function", "n", "primal us", "grad us", "hand us", "grad/primal",
                  "grad/hand", f"<= {TARGET_PRIMAL}x, {TARGET_HAND}x"], rows))

@@ -19,7 +19,7 @@ from ..ir.printer import print_function
 from ..ir.types import ArrayType, FloatType, IntType, StructType, Type, VectorType
 from ..ir.values import Argument, Function, Instruction, Value
 from ..known.memory import is_tape_memory, pointer_base, pointer_bases
-from ..known.model import Flow, call_record, is_local_allocation
+from ..known.model import call_record, is_local_allocation
 from .pointer_stores import PointerStores, is_pointer_like
 
 # Opcodes whose (float) result is varied if any operand is.
@@ -132,14 +132,13 @@ def _local_memory_receiving(inst: Instruction, varied: set[Value], shadowed: set
         return [base for base in bases if base is not None and _may_hold_floats(base)]
     if inst.opcode == "store":
         value, ptr = inst.operands
-        active = value in varied
-    elif (flow := _flow(inst)) is not None:       # a known call moving values into memory
-        ptr = inst.operands[flow.dest]
-        active = any(inst.operands[i] in shadowed or inst.operands[i] in varied
-                     for i in flow.sources)
-    else:
-        return []
-    return local_memory_bases(ptr) if active else []
+        return local_memory_bases(ptr) if value in varied else []
+    record = call_record(inst)      # a known call moving values into memory
+    flows = (record.flow, *record.more_flows) if record is not None and record.flow else ()
+    return [base for flow in flows
+            if any(inst.operands[i] in shadowed or inst.operands[i] in varied
+                   for i in flow.sources)
+            for base in local_memory_bases(inst.operands[flow.dest])]
 
 
 def _local_memory_merged(inst: Instruction, shadowed: set[Value]) -> list[Instruction]:
@@ -150,11 +149,6 @@ def _local_memory_merged(inst: Instruction, shadowed: set[Value]) -> list[Instru
     ops = inst.operands[1:] if inst.opcode == "select" else inst.operands
     bases = (local_memory_base(op) for op in ops)
     return [base for base in bases if base is not None]
-
-
-def _flow(inst: Instruction) -> Flow | None:
-    record = call_record(inst)
-    return record.flow if record is not None else None
 
 
 def _may_hold_floats(base: Instruction) -> bool:

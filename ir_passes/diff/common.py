@@ -6,7 +6,7 @@ from ..analysis.activity import ActivityInfo, carries_float
 from ..diagnostics import Diagnostics
 from ..errors import UnsupportedError
 from ..ir.builder import Builder
-from ..ir.values import Argument, ConstFloat, Function, Instruction, Value
+from ..ir.values import Argument, ConstFloat, Constant, Function, Instruction, Value
 from ..known.calls import known_problem
 from ..known.memory import is_tape_memory, pointer_base
 from ..known.model import is_local_allocation
@@ -112,6 +112,11 @@ def unknown_shadow_pointer(diag: Diagnostics, inst: Instruction) -> Exception:
             "array (or memory holding one): what it addresses is unknown", inst,
             "not supported yet: index the array directly instead of through this call")
     return diag.unsupported(f"pointer produced by '{inst.opcode}' into shadowed memory", inst)
+
+
+def is_poison(v: Value) -> bool:
+    """An undefined constant (poison or undef): its shadow is one too."""
+    return isinstance(v, Constant) and v.text in ("poison", "undef")
 
 
 def mixed_memory_error(diag: Diagnostics, spec: DiffSpec, ptr: Value,

@@ -30,7 +30,7 @@ from ..known.memory import pointer_base
 from ..known.model import Role, call_record, role_of
 from .allocations import meminfo_merges, shadowed_allocations
 from .common import (check_pointer_to_int, check_reinterpretation, check_store,
-                     describe_memory, fast_math_of, mixed_memory_error,
+                     describe_memory, fast_math_of, is_poison, mixed_memory_error,
                      refuse_known_problem_calls, rule_for, scale, unknown_shadow_pointer)
 from .callees import called_definition, hidden_shadows, not_inlined_callees
 from .forward_calls import forward_call, touches_derivatives
@@ -271,6 +271,8 @@ class _Forward:
         return self._shadow_of(ptr, user)
 
     def _shadow_of(self, ptr: Value, user: Instruction) -> Value:
+        if is_poison(ptr):      # an incoming value of a phi on a path that never uses it
+            return Constant(self.shadows_type(), "poison")
         s = self.shadows.get(ptr)
         if s is None:
             raise mixed_memory_error(self.diag, self.spec, ptr, user)

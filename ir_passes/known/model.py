@@ -86,10 +86,12 @@ class ReverseCalls(CallContext, Protocol):
 @dataclass(frozen=True)
 class ReadInReverse:
     """Memory a reverse emitter reads (at argument positions `args`): it must hold the same
-    values then as at the call, else the error says `what` and `hint`."""
+    values then as at the call, else the error says `what` and `hint`; `allowed(call, write)`
+    exempts later writes known to leave what the emitter reads alone."""
     args: tuple[int, ...]
     what: str
     hint: str
+    allowed: Callable[[Instruction, Instruction], bool] | None = None
 
 
 Check = Callable[[CallContext, Instruction], None]
@@ -108,13 +110,15 @@ class KnownCall:
     fresh: bool = False             # returns fresh memory, never an address it was handed
     writes: tuple[int, ...] | None = None   # arguments written through (None: any pointer)
     flow: Flow | None = None
+    more_flows: tuple[Flow, ...] = ()       # into other outputs (with `flow`)
     role: Role = Role.NONE
     # Derivatives: `check` refuses what the emitters cannot handle (both modes, before any
-    # code); `reverse_reads`: memory the reverse emitter reads, which must not change.
+    # code); `reverse_reads`: memory the reverse emitter reads, which must not change (or a
+    # function of the call giving it, for a rule whose reads depend on how the call is used).
     check: Check | None = None
     forward: ForwardEmitter | None = None
     reverse: ReverseEmitter | None = None
-    reverse_reads: ReadInReverse | None = None
+    reverse_reads: ReadInReverse | Callable[[Instruction], ReadInReverse | None] | None = None
     # Never differentiable: the construct in the user's terms and a fix ("{name}": the callee).
     problem: CallProblem | None = None
 

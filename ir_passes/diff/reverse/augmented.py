@@ -9,7 +9,7 @@ from ...ir.clone import clone_instruction
 from ...ir.types import I32, I64, PTR
 from ...ir.values import Block, Constant, Instruction, Value, const_int
 from ...known.memory import pointer_base
-from ..common import mixed_memory_error, unknown_shadow_pointer
+from ..common import is_poison, mixed_memory_error, unknown_shadow_pointer
 from ..returns import is_exceptional_return
 from ..shadows import allocate_shadow, call_shadow, derived_shadow
 from ...known.model import Role
@@ -112,6 +112,8 @@ class AugmentedForward:
         raise unknown_shadow_pointer(st.diag, inst)
 
     def _shadow_of(self, ptr: Value, user: Instruction) -> Value:
+        if is_poison(ptr):      # an incoming value of a phi on a path that never uses it
+            return Constant(PTR, "poison")
         s = self.st.fshadow.get(ptr)
         if s is None:
             raise mixed_memory_error(self.st.diag, self.st.spec, ptr, user)

@@ -69,7 +69,7 @@ def _unchanged_after(st: ReverseState, inst: Instruction, ptr: Value, written: d
         return True
     base = pointer_base(ptr)
     return isinstance(base, Argument) and not written_after(
-        inst, [base], lambda call: written_targets(call, written))
+        inst, [base], targets=lambda call: written_targets(call, written))
 
 
 @dataclasses.dataclass(frozen=True)

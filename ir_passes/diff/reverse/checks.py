@@ -41,7 +41,8 @@ def _check_call(st: ReverseState, inst: Instruction) -> None:
     if record is not None and record.reverse is not None:
         if record.check is not None:
             record.check(ReverseCallContext(st), inst)
-        _check_reverse_reads(st, inst, record.reverse_reads)
+        reads = record.reverse_reads
+        _check_reverse_reads(st, inst, reads(inst) if callable(reads) else reads)
     elif lookup(math_rule_name(inst.callee_name or "", inst.type)) is None:
         raise st.diag.unsupported_call(inst)
 
@@ -58,10 +59,10 @@ def _check_reverse_reads(st: ReverseState, inst: Instruction,
         if st.plan.read_only(v):
             continue
         base = pointer_base(v)
-        if isinstance(base, Argument) and not written_after(inst, [base]):
+        if isinstance(base, Argument) and not written_after(inst, [base], reads.allowed):
             continue
         owned = local_owner(v)
-        if owned is None or written_after(inst, owned[1]):
+        if owned is None or written_after(inst, owned[1], reads.allowed):
             raise st.diag.unsupported(f"{reads.what} ({describe_memory(st.spec, v)})", inst,
                                       reads.hint)
         if st.owned is not None:

@@ -13,7 +13,8 @@ from ...ir.builder import declare
 from ...ir.types import PTR, VOID
 from ...ir.values import Argument, GlobalRef, Instruction, Value
 from ...known.memory import pointer_base
-from ...known.model import Role, is_local_allocation, role_of, runtime_call, written_arguments
+from ...known.model import (Role, call_record, is_local_allocation, role_of, runtime_call,
+                            written_arguments)
 
 
 def local_owner(ptr: Value) -> tuple[Value, list[Instruction]] | None:
@@ -44,10 +45,12 @@ def _owner(p: Value, seen: set[int]) -> tuple[Value, list[Instruction]] | None:
 
 
 def written_after(call: Instruction, leaves: list[Value],
+                  allowed: Callable[[Instruction, Instruction], bool] | None = None,
                   targets: Callable[[Instruction], list[Value]] | None = None) -> bool:
     """Whether the memory of `leaves` (allocation calls, or an argument) may be written after
-    `call` (before the allocation runs again, for a single one: then it is a new array).
-    `targets`: the pointers a call writes through (default: what its record says)."""
+    `call` (before the allocation runs again, for a single one: then it is a new array), by
+    other writes than those `allowed(call, write)` exempts. `targets`: the pointers a call
+    writes through (default: what its record says)."""
     block = call.block
     assert block is not None
     work = [(block, block.instructions.index(call) + 1)]
@@ -57,7 +60,8 @@ def written_after(call: Instruction, leaves: list[Value],
         for inst in blk.instructions[start:]:
             if len(leaves) == 1 and inst is leaves[0]:
                 break
-            if _may_write(inst, leaves, targets or written_arguments):
+            if (_may_write(inst, leaves, targets or written_arguments)
+                    and not (allowed is not None and allowed(call, inst))):
                 return True
         else:
             for succ in blk.successors():
@@ -71,7 +75,7 @@ def _may_write(inst: Instruction, leaves: list[Value],
                call_targets: Callable[[Instruction], list[Value]]) -> bool:
     if inst.opcode == "store":
         targets = [inst.operands[1]]
-    elif inst.opcode == "call":
+    elif inst.opcode == "call" and role_of(inst) is not Role.RAW_FREE:   # frees no kept array
         targets = call_targets(inst)
     else:
         return False
@@ -83,9 +87,15 @@ def _may_write(inst: Instruction, leaves: list[Value],
             if any(base.operands[0] is leaf for leaf in leaves):  # type: ignore[union-attr]
                 return True
         elif not (isinstance(base, (Argument, GlobalRef)) or is_local_allocation(base)
-                  or isinstance(base, Instruction) and base.opcode == "alloca"):
+                  or _is_fresh(base) or isinstance(base, Instruction) and base.opcode == "alloca"):
             return True         # memory of unknown origin (Numba's globals are constants)
     return False
+
+
+def _is_fresh(v: Value) -> bool:
+    """Memory a call made (an owner of a list, say): not one of the kept arrays."""
+    record = call_record(v)
+    return record is not None and record.fresh
 
 
 def emit_reference(b, module, owner: Value, role: Role) -> None:

@@ -1,0 +1,85 @@
+"""np.linalg.cholesky (Numba's LAPACK potrf) in both modes: against central finite
+differences (Numba reads the lower triangle only, so each entry is its own input), forward
+against reverse (inner product), const and dup, float32 and float64, C and F layouts; NRT
+allocations balanced; a later write into the factor refused."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("scipy")
+
+from enzyme_py import UnsupportedError, derive_diff  # noqa: E402
+from tests.linalg.nrt import assert_released  # noqa: E402
+from tests.support.gradcheck import (check_forward, check_inner_product,  # noqa: E402
+                                     check_reverse, check_vector_forward)
+from tests.support.kernel import Kernel  # noqa: E402
+
+
+def factor(A, w):
+    L = np.linalg.cholesky(A)
+    return np.sum(np.sin(L) * w) + L[2, 1] * L[2, 2]
+
+
+def factor_of_product(X):
+    """The factor of X^T X + I (a fresh matrix), used in a product."""
+    L = np.linalg.cholesky(X.T @ X + np.eye(X.shape[1]))
+    return np.sum((L @ X.T) ** 2)
+
+
+def _spd(r, n=3, dtype=np.float64, order="C"):
+    X = r.standard_normal((n, n))
+    return np.asarray(X @ X.T + n * np.eye(n), dtype=dtype, order=order)
+
+
+def _args(r, dtype=np.float64, order="C"):
+    return _spd(r, 3, dtype, order), r.standard_normal((3, 3)).astype(dtype)
+
+
+KERNELS = [
+    Kernel("factor", factor, _args),
+    Kernel("factor_A_const", factor, _args, const=(0,)),
+    Kernel("factor_f32", factor, lambda r: _args(r, np.float32), fd_rtol=2e-2),
+    Kernel("factor_F_w_const", factor, lambda r: _args(r, order="F"), const=(1,)),
+    Kernel("factor_of_product", factor_of_product, lambda r: (r.standard_normal((4, 3)),)),
+]
+IDS = [k.name for k in KERNELS]
+
+
+@pytest.mark.parametrize("kernel", KERNELS, ids=IDS)
+def test_forward(kernel):
+    check_forward(kernel)
+
+
+@pytest.mark.parametrize("kernel", KERNELS, ids=IDS)
+def test_reverse(kernel):
+    check_reverse(kernel)
+
+
+@pytest.mark.parametrize("kernel", KERNELS, ids=IDS)
+def test_inner_product(kernel):
+    check_inner_product(kernel)
+
+
+def test_vector_forward_factors_per_lane():
+    check_vector_forward(KERNELS[0], 2)
+
+
+@pytest.mark.parametrize("check", [check_forward, check_reverse], ids=["forward", "reverse"])
+def test_temporaries_are_released(check):
+    kernel = KERNELS[IDS.index("factor_of_product")]
+    assert_released(check(kernel).df, kernel.args())
+
+
+def test_writing_the_factor_is_refused():
+    def f(A):
+        L = np.linalg.cholesky(A)
+        L[1, 0] = 0.0                    # the reverse pass reads the factor
+        return np.sum(L)
+
+    d = derive_diff(f, None, ("dup",))
+    with pytest.raises(UnsupportedError, match=r"cannot differentiate: Cholesky factor "
+                       r"\(numba_xxpotrf: np\.linalg\.cholesky\) written after the call \(the "
+                       r"derivative reads it\) \(an array allocated in the function\)(.*\n)*  "
+                       r"fix: write into a copy of the factor"):
+        d(np.eye(2) * 2.0, np.zeros((2, 2)))

@@ -1,0 +1,92 @@
+"""np.linalg.svd(A, full_matrices=False) (Numba's LAPACK gesdd) in both modes: against
+central finite differences (losses invariant to the singular vectors' signs), forward
+against reverse (inner product), const and dup, float32 and float64, C and F layouts, tall
+and wide matrices; NRT allocations balanced; full_matrices=True and pinv refused with fixes
+that work."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("scipy")
+
+from enzyme_py import UnsupportedError, derive_diff  # noqa: E402
+from tests.linalg.nrt import assert_released  # noqa: E402
+from tests.support.gradcheck import (check_forward, check_inner_product,  # noqa: E402
+                                     check_reverse, check_vector_forward)
+from tests.support.kernel import Kernel  # noqa: E402
+
+
+def singular(A, C, D):
+    U, s, Vt = np.linalg.svd(A, full_matrices=False)
+    return np.sum(np.sin(s)) + np.sum(U ** 2 * C) + np.sum(Vt ** 2 * D)
+
+
+def pseudo_inverse(A):
+    """The fix the pinv refusal names."""
+    U, s, Vt = np.linalg.svd(A, full_matrices=False)
+    return np.sum(np.tanh((Vt.T / s) @ U.T))
+
+
+def _args(r, m, n, dtype=np.float64, order="C"):
+    A = np.asarray(r.standard_normal((m, n)), dtype=dtype, order=order)
+    k = min(m, n)
+    return (A, r.standard_normal((m, k)).astype(dtype),
+            r.standard_normal((k, n)).astype(dtype))
+
+
+KERNELS = [
+    Kernel("tall", singular, lambda r: _args(r, 4, 3)),
+    Kernel("wide", singular, lambda r: _args(r, 3, 4)),
+    Kernel("tall_A_const", singular, lambda r: _args(r, 4, 3), const=(0,)),
+    Kernel("tall_f32", singular, lambda r: _args(r, 4, 3, np.float32), fd_rtol=2e-2),
+    Kernel("wide_F_CD_const", singular, lambda r: _args(r, 3, 4, order="F"), const=(1, 2)),
+    Kernel("pseudo_inverse", pseudo_inverse, lambda r: (r.standard_normal((4, 3)),)),
+]
+IDS = [k.name for k in KERNELS]
+
+
+@pytest.mark.parametrize("kernel", KERNELS, ids=IDS)
+def test_forward(kernel):
+    check_forward(kernel)
+
+
+@pytest.mark.parametrize("kernel", KERNELS, ids=IDS)
+def test_reverse(kernel):
+    check_reverse(kernel)
+
+
+@pytest.mark.parametrize("kernel", KERNELS, ids=IDS)
+def test_inner_product(kernel):
+    check_inner_product(kernel)
+
+
+def test_vector_forward_per_lane():
+    check_vector_forward(KERNELS[0], 2)
+
+
+@pytest.mark.parametrize("check", [check_forward, check_reverse], ids=["forward", "reverse"])
+def test_temporaries_are_released(check):
+    kernel = KERNELS[0]
+    assert_released(check(kernel).df, kernel.args())
+
+
+def _derivative(f):
+    return derive_diff(f, None, ("dup",))
+
+
+def test_full_matrices_is_refused_with_a_fix():
+    d = _derivative(lambda A: np.sum(np.linalg.svd(A)[1]))
+    with pytest.raises(UnsupportedError, match=r"cannot differentiate: singular value "
+                       r"decomposition \(numba_ez_gesdd\) other than the thin one \(np\.linalg\."
+                       r"svd with full_matrices=True(.*\n)*  fix: call np\.linalg\.svd\(A, "
+                       r"full_matrices=False\)"):
+        d(np.eye(2), np.zeros((2, 2)))
+
+
+def test_pinv_is_refused_with_a_fix():
+    d = _derivative(lambda A: np.sum(np.linalg.pinv(A)))
+    with pytest.raises(UnsupportedError, match=r"\(np\.linalg\.pinv\)(.*\n)*  fix: not supported "
+                       r"yet: U, s, Vt = np\.linalg\.svd\(A, full_matrices=False\), then "
+                       r"\(Vt\.T / s\) @ U\.T"):
+        d(np.eye(2), np.zeros((2, 2)))
