@@ -57,6 +57,7 @@ from ir_passes.api import canonicalize_module, parse, run_module_passes
 from ir_passes.errors import UnsupportedError
 from ir_passes.known.calls import describe_symbol
 
+from .complex_power import define_complex_power
 from .custom_calls import opaque_symbols
 from .link import llvm_abi
 from .recompile import Unrecoverable, recompile
@@ -322,6 +323,7 @@ def _link_raw(root_library, primal: str) -> tuple[llvm.ModuleRef, str]:
                 linked = module
             else:
                 linked.link_in(module)
+    define_complex_power(linked)
     return linked, primal_text
 
 

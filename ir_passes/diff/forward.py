@@ -23,14 +23,14 @@ from ..ir.builder import Builder, add_incoming
 from ..ir.clone import clone_instruction
 from ..ir.types import (DOUBLE, I64, PTR, ArrayType, FloatType, IntType, StructType, Type,
                         VectorType)
-from ..ir.values import (Argument, Block, Constant, Function, Instruction, Module,
+from ..ir.values import (NULL, Argument, Block, Constant, Function, Instruction, Module,
                          Value, const_int, zero)
 from ..known.array_layout import DATA, MEMINFO, PARENT
 from ..known.memory import pointer_base
 from ..known.model import Role, call_record, role_of
 from .allocations import meminfo_merges, shadowed_allocations
-from .common import (check_pointer_to_int, check_reinterpretation, check_store,
-                     describe_memory, fast_math_of, mixed_memory_error,
+from .common import (addresses_nothing, check_pointer_to_int, check_reinterpretation,
+                     check_store, describe_memory, fast_math_of, mixed_memory_error,
                      refuse_known_problem_calls, rule_for, scale, unknown_shadow_pointer)
 from .forward_returns import complete_tangent
 from .lanes import gather, lane_pointers, vector_of
@@ -259,6 +259,8 @@ class _Forward:
 
     def _shadow_of(self, ptr: Value, user: Instruction) -> Value:
         s = self.shadows.get(ptr)
+        if s is None and addresses_nothing(ptr):
+            return NULL
         if s is None:
             raise mixed_memory_error(self.diag, self.spec, ptr, user)
         return s

@@ -7,9 +7,9 @@ from ...analysis.cfg import Loop
 from ...ir.builder import add_incoming
 from ...ir.clone import clone_instruction
 from ...ir.types import I32, I64, PTR
-from ...ir.values import Block, Constant, Instruction, Value, const_int
+from ...ir.values import NULL, Block, Constant, Instruction, Value, const_int
 from ...known.memory import pointer_base
-from ..common import mixed_memory_error, unknown_shadow_pointer
+from ..common import addresses_nothing, mixed_memory_error, unknown_shadow_pointer
 from ..returns import is_exceptional_return
 from ..shadows import allocate_shadow, call_shadow, derived_shadow
 from .tape import Tape
@@ -90,6 +90,8 @@ class AugmentedForward:
 
     def _shadow_of(self, ptr: Value, user: Instruction) -> Value:
         s = self.st.fshadow.get(ptr)
+        if s is None and addresses_nothing(ptr):
+            return NULL
         if s is None:
             raise mixed_memory_error(self.st.diag, self.st.spec, ptr, user)
         return s
