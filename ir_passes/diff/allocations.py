@@ -39,7 +39,7 @@ def shadowed_allocations(fn: Function, info: ActivityInfo, diag: Diagnostics,
     return allocs
 
 
-def meminfo_merges(fn: Function, allocs: set[Instruction]) -> list[Instruction]:
+def meminfo_merges(fn: Function, allocs: set[Instruction] | set[Value]) -> list[Instruction]:
     """The phis and selects through which the meminfo of a shadowed allocation flows (e.g. one
     decref at the join of two branches, of either array or of another meminfo)."""
     merges: list[Instruction] = []

@@ -75,7 +75,8 @@ class _Forward:
         self.untracked_arrays = False
         refuse_known_problem_calls(self.diag, self.primal, self.info)
         self.allocs = shadowed_allocations(self.primal, self.info, self.diag, self.retptr)
-        self.merged_meminfos = set(meminfo_merges(self.primal, self.allocs))
+        self.merged_meminfos = set(meminfo_merges(self.primal,
+                                                  self.allocs | self._argument_meminfos()))
         self.meminfo_shadows: dict[Value, Value] = {}
         self.meminfo_phis: list[tuple[Instruction, Instruction]] = []
         self.alloc_sizes: dict[Value, Value] = {}
@@ -103,6 +104,14 @@ class _Forward:
             raise ActivityError("vector forward mode (width > 1) does not support functions "
                                 "returning arrays or tuples; use width=1, or ret='const'")
         return activity_seeds(self.primal, self.spec)
+
+    def _argument_meminfos(self) -> set[Value]:
+        """The meminfos of array arguments whose shadows mirror their reference counts (width
+        1): a phi of one with null (a loop's view of a row) mirrors them too."""
+        if self.width != 1:
+            return set()
+        return {self.primal.args[p.args[MEMINFO]] for p in self.spec.params
+                if p.activity.has_shadow and p.is_array}
 
     def _bind_arguments(self) -> None:
         b, k = self.b, self.width
