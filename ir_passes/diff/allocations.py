@@ -117,5 +117,5 @@ def _escape_message(fn: Function, inst: Instruction,
                 "returning it")
     if inst.opcode == "store":
         return (what + "it is stored into memory (a tuple, a list, or an array-building helper "
-                "such as np.median or np.linalg.*)", inst, hint)
+                "such as np.select or np.linalg.*)", inst, hint)
     return what + f"it flows into '{inst.opcode}'", inst, hint
