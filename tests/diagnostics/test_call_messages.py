@@ -60,7 +60,7 @@ CASES = {
     "inv": (inverse, r"LU factorisation \(LAPACK numba_xxgetrf: np\.linalg\.inv, det, slogdet "
             r"or solve\)", r".*call i32 @numba_xxgetrf\(.*", _LINALG_FIX),
     "stored": (in_a_list, r"an array holding active values escapes the function: it is stored "
-               r"into memory \(a tuple, a list, or an array-building helper such as np\.median "
+               r"into memory \(a tuple, a list, or an array-building helper such as np\.select "
                r"or np\.linalg\.\*\)", r"store ptr .*", _ESCAPE_FIX),
     "dict": (with_dict, r"Python dict operation \('numba_dict_insert'\) on active values",
              r".*call i32 @numba_dict_insert\(.*",
