@@ -58,6 +58,7 @@ from ir_passes.api import (TAPE_ALLOCATE, canonicalize_module, differentiable_ta
 from ir_passes.errors import UnsupportedError
 from ir_passes.known.calls import describe_symbol
 
+from .complex_power import define_complex_power
 from .custom_calls import opaque_symbols
 from .link import llvm_abi
 from .recompile import Unrecoverable, recompile
@@ -376,6 +377,7 @@ def _link_libraries(libraries, primal: str, linked, primal_text, kept=frozenset(
                 linked = module
             else:
                 linked.link_in(module)
+    define_complex_power(linked)
     return linked, primal_text
 
 

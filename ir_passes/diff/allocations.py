@@ -56,7 +56,7 @@ def _holds_pointer(t: Type) -> bool:
     return t.is_pointer
 
 
-def meminfo_merges(fn: Function, allocs: set[Instruction]) -> list[Instruction]:
+def meminfo_merges(fn: Function, allocs: set[Instruction] | set[Value]) -> list[Instruction]:
     """The phis and selects through which the meminfo of a shadowed allocation flows (e.g. one
     decref at the join of two branches, of either array or of another meminfo)."""
     merges: list[Instruction] = []
@@ -134,5 +134,5 @@ def _escape_message(fn: Function, inst: Instruction,
                 "returning it")
     if inst.opcode == "store":
         return (what + "it is stored into memory (a tuple, a list, or an array-building helper "
-                "such as np.median or np.linalg.*)", inst, hint)
+                "such as np.select or np.linalg.*)", inst, hint)
     return what + f"it flows into '{inst.opcode}'", inst, hint

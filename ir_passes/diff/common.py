@@ -70,11 +70,36 @@ def refuse_known_problem_calls(diag: Diagnostics, primal: Function, info: Activi
 
 
 def check_reinterpretation(diag: Diagnostics, info: ActivityInfo, inst: Instruction) -> None:
-    """Refuse reading an active float's bits as an integer (the derivative would vanish)."""
+    """Refuse reading an active float's bits as an integer (the derivative would vanish),
+    unless the bits are only tested (`x < 0` as a sign-bit test in np.nan_to_num, np.signbit):
+    a branch on them has no derivative to lose."""
     if inst.opcode == "bitcast" and inst.operands[0] in info.varied and \
-            not carries_float(inst.type):
+            not carries_float(inst.type) and not _only_tested(inst):
         raise diag.unsupported("an active float reinterpreted as integer bits", inst,
                                "use math functions instead of bit manipulation")
+
+
+#: Integer operations through which tested bits are followed to their comparisons.
+_BIT_OPS = ("and", "or", "xor", "shl", "lshr", "ashr", "trunc", "zext", "sext")
+
+
+def _only_tested(bits: Instruction) -> bool:
+    """Whether the integer `bits` reaches nothing but comparisons (through bit operations)."""
+    fn = bits.block.function if bits.block is not None else None
+    if fn is None:
+        return False
+    work, seen = [bits], {id(bits)}
+    while work:
+        v = work.pop()
+        for user in fn.instructions():
+            if not any(op is v for op in user.operands):
+                continue
+            if user.opcode in _BIT_OPS and id(user) not in seen:
+                seen.add(id(user))
+                work.append(user)
+            elif user.opcode not in ("icmp", *_BIT_OPS):
+                return False
+    return True
 
 
 def check_pointer_to_int(diag: Diagnostics, primal: Function, info: ActivityInfo,
@@ -117,6 +142,11 @@ def unknown_shadow_pointer(diag: Diagnostics, inst: Instruction) -> Exception:
 def is_poison(v: Value) -> bool:
     """An undefined constant (poison or undef): its shadow is one too."""
     return isinstance(v, Constant) and v.text in ("poison", "undef")
+
+
+def addresses_nothing(ptr: Value) -> bool:
+    """A null, undef or poison pointer: it addresses no memory, so its shadow is null."""
+    return isinstance(ptr, Constant) and ptr.text in ("null", "undef", "poison")
 
 
 def mixed_memory_error(diag: Diagnostics, spec: DiffSpec, ptr: Value,

@@ -23,14 +23,14 @@ from ..ir.builder import Builder, add_incoming
 from ..ir.clone import clone_instruction
 from ..ir.types import (DOUBLE, I64, PTR, ArrayType, FloatType, IntType, StructType, Type,
                         VectorType)
-from ..ir.values import (Argument, Block, Constant, Function, Instruction, Module,
+from ..ir.values import (NULL, Argument, Block, Constant, Function, Instruction, Module,
                          Value, const_int, zero)
 from ..known.array_layout import DATA, MEMINFO, PARENT
 from ..known.memory import pointer_base
 from ..known.model import Role, call_record, role_of
 from .allocations import meminfo_merges, shadowed_allocations
-from .common import (check_pointer_to_int, check_reinterpretation, check_store,
-                     describe_memory, fast_math_of, is_poison, mixed_memory_error,
+from .common import (addresses_nothing, check_pointer_to_int, check_reinterpretation,
+                     check_store, describe_memory, fast_math_of, is_poison, mixed_memory_error,
                      refuse_known_problem_calls, rule_for, scale, unknown_shadow_pointer)
 from .callees import called_definition, hidden_shadows, not_inlined_callees
 from .forward_calls import forward_call, touches_derivatives
@@ -81,7 +81,8 @@ class _Forward:
             i for i in self.primal.instructions() if i.opcode == "call"
             and i.callee_name in callees and touches_derivatives(self, i)], callees)
         self.allocs = shadowed_allocations(self.primal, self.info, self.diag, self.retptr)
-        self.merged_meminfos = set(meminfo_merges(self.primal, self.allocs))
+        self.merged_meminfos = set(meminfo_merges(self.primal,
+                                                  self.allocs | self._argument_meminfos()))
         self.meminfo_shadows: dict[Value, Value] = {}
         self.meminfo_phis: list[tuple[Instruction, Instruction]] = []
         self.alloc_sizes: dict[Value, Value] = {}
@@ -109,6 +110,14 @@ class _Forward:
             raise ActivityError("vector forward mode (width > 1) does not support functions "
                                 "returning arrays or tuples; use width=1, or ret='const'")
         return activity_seeds(self.primal, self.spec)
+
+    def _argument_meminfos(self) -> set[Value]:
+        """The meminfos of array arguments whose shadows mirror their reference counts (width
+        1): a phi of one with null (a loop's view of a row) mirrors them too."""
+        if self.width != 1:
+            return set()
+        return {self.primal.args[p.args[MEMINFO]] for p in self.spec.params
+                if p.activity.has_shadow and p.is_array}
 
     def _bind_arguments(self) -> None:
         b, k = self.b, self.width
@@ -274,6 +283,8 @@ class _Forward:
         if is_poison(ptr):      # an incoming value of a phi on a path that never uses it
             return Constant(self.shadows_type(), "poison")
         s = self.shadows.get(ptr)
+        if s is None and addresses_nothing(ptr):
+            return NULL
         if s is None:
             raise mixed_memory_error(self.diag, self.spec, ptr, user)
         return s

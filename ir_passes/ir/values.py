@@ -97,6 +97,7 @@ def zero(type: Type) -> Constant:
 
 TRUE = ConstInt(I1, 1)
 FALSE = ConstInt(I1, 0)
+NULL = Constant(PTR, "null")
 
 
 class GlobalRef(Value):

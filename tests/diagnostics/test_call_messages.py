@@ -60,7 +60,7 @@ CASES = {
     "eigvals": (eigenvalues, r"eigendecomposition \(LAPACK numba_ez_rgeev: np\.linalg\.eig or "
                 r"eigvals\)", r".*call i32 @numba_ez_rgeev\(.*", _LINALG_FIX),
     "stored": (in_a_list, r"an array holding active values escapes the function: it is stored "
-               r"into memory \(a tuple, a list, or an array-building helper such as np\.median "
+               r"into memory \(a tuple, a list, or an array-building helper such as np\.select "
                r"or np\.linalg\.\*\)", r"store ptr .*", _ESCAPE_FIX),
     "dict": (with_dict, r"Python dict operation \('numba_dict_insert'\) on active values",
              r".*call i32 @numba_dict_insert\(.*",

@@ -7,7 +7,6 @@ Python ``file:line`` it came from, and how to work around it. Source lines are f
 """
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -37,8 +36,16 @@ def const_scratch(x, buf):
     return s
 
 
-def ldexp_call(x):
-    return math.ldexp(x, 3) + x  # diag:ldexp
+_J0 = numba.types.ExternalFunction("j0", numba.types.float64(numba.types.float64))  # Bessel
+
+
+def external_call(x):
+    return _J0(x) + x  # diag:external
+
+
+def float_bits(x):
+    bits = np.float64(x * 2.0).view(np.int64)  # diag:float-bits
+    return x * float(bits >> 60)     # the bits become a number (a sign test alone is allowed)
 
 
 def pick(a, b, flag):
@@ -107,8 +114,11 @@ CASES = [
     Case("const-scratch", const_scratch, ("dup", "const"), lambda: (np.ones(3), np.zeros(3)),
          ("active value stored into memory without a shadow", "array 'buf' is const",
           "store double"), hint=("'dup'",)),
-    Case("ldexp", ldexp_call, ("active",), lambda: (1.5,),
-         ("'numba_ldexp'", "call double @numba_ldexp"), hint=("register_rule",)),
+    Case("external", external_call, ("active",), lambda: (1.5,),
+         ("'j0'", "call double @j0"), hint=("register_rule",)),
+    Case("float-bits", float_bits, ("active",), lambda: (1.5,),
+         ("an active float reinterpreted as integer bits", "bitcast double"),
+         hint=("math functions",)),
     Case("pick", pick, ("dup", "const", "const"), lambda: (np.ones(3), np.ones(3), True),
          ("may address either shadowed or unshadowed memory", "select", "array 'b' is const"),
          hint=("dup",)),

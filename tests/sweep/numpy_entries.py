@@ -288,6 +288,32 @@ MISC = _section("misc", [
     ("np.linalg.norm (complex)", "np.linalg.norm(x + 1j * y)", X2, "x, y"),
 ])
 
+Z = "(x + 1j * y)"     # a complex vector built from two real ones
+COMPLEX = _section("complex", [
+    *((f"np.{f} (complex)", f"np.{f}({Z}).real + 0.5 * np.{f}({Z}).imag", X2, "x, y")
+      for f in ("sin", "cos", "tan", "sinh", "cosh", "tanh", "arcsin", "arccos", "arctan",
+                "arcsinh", "arccosh", "arctanh", "log10", "log2", "log1p", "expm1", "exp2",
+                "square", "reciprocal")),
+    ("complex power z**w (numba_cpow)", f"({Z} ** (y + 0.5j)).real", X2, "x, y"),
+    ("complex power z**2.5 (numba_cpow)", f"({Z} ** 2.5).imag", X2, "x, y"),
+    ("complex64 power z**w (numba_cpowf)",
+     "((x + np.complex64(1j) * y) ** (y + np.complex64(0.5j))).real",
+     of(lambda r: v()(r).astype(np.float32), lambda r: v()(r).astype(np.float32)), "x, y"),
+    ("complex power z**2 (squared)", f"({Z} ** 2.0).imag", X2, "x, y"),
+    ("np.power (complex)", f"np.power({Z}, 1.5 - 0.5j).real", X2, "x, y"),
+    ("complex division", f"(1.0 / {Z}).imag + ({Z} / (y + 2j)).real", X2, "x, y"),
+])
+
+LOOPS = _section("loops", [
+    ("for row in X", "z", M1, "X", {"setup": ("z = np.zeros(4)", "for row in X:",
+                                              "    z += row * row")}),
+    ("for v in x", "z", X1, "x", {"setup": ("z = 0.0", "for v in x:", "    z += v * v")}),
+    ("for i, row in enumerate(X)", "z", M1, "X",
+     {"setup": ("z = np.zeros(4)", "for i, row in enumerate(X):", "    z += i * row")}),
+    ("np.polynomial.polynomial.polyval", "np.polynomial.polynomial.polyval(x, c)",
+     of(v(), v(4)), "x, c"),
+])
+
 #: Entries whose derivative is wrong today (both modes), with the cause. Strict xfails in
 #: the test tier: remove an entry here once the pass handles it.
 KNOWN_WRONG: dict[str, str] = {}
@@ -295,7 +321,7 @@ KNOWN_WRONG: dict[str, str] = {}
 ENTRIES: list[Entry] = [
     replace(e, known_wrong=KNOWN_WRONG.get(e.name))
     for e in UNARY + BINARY + REDUCTIONS + CUMULATIVE + SHAPE + INDEXING + SORTING + LINALG
-    + MISC]
+    + MISC + COMPLEX + LOOPS]
 assert set(KNOWN_WRONG) <= {e.name for e in ENTRIES}, "KNOWN_WRONG names an unknown entry"
 
 #: The default test tier: one or two entries per distinct Numba implementation path (each

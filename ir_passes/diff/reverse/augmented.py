@@ -7,9 +7,9 @@ from ...analysis.cfg import Loop
 from ...ir.builder import add_incoming
 from ...ir.clone import clone_instruction
 from ...ir.types import I32, I64, PTR
-from ...ir.values import Block, Constant, Instruction, Value, const_int
+from ...ir.values import NULL, Block, Constant, Instruction, Value, const_int
 from ...known.memory import pointer_base
-from ..common import is_poison, mixed_memory_error, unknown_shadow_pointer
+from ..common import addresses_nothing, is_poison, mixed_memory_error, unknown_shadow_pointer
 from ..returns import is_exceptional_return
 from ..shadows import allocate_shadow, call_shadow, derived_shadow
 from ...known.model import Role
@@ -115,6 +115,8 @@ class AugmentedForward:
         if is_poison(ptr):      # an incoming value of a phi on a path that never uses it
             return Constant(PTR, "poison")
         s = self.st.fshadow.get(ptr)
+        if s is None and addresses_nothing(ptr):
+            return NULL
         if s is None:
             raise mixed_memory_error(self.st.diag, self.st.spec, ptr, user)
         return s

@@ -189,6 +189,13 @@ def _powi(m, args, res):
     return [m.mul(m.to_float(n, x), m.powi(x, m.int_add(n, -1))), None]
 
 
+@defrule("numba_ldexp")
+def _ldexp(m, args, res):
+    x, n = args   # x * 2^n: ∂x = 2^n = ldexp(1, n), exact; the integer n has no derivative
+    symbol = "numba_ldexp" + ("f" if x.type == FLOAT else "")
+    return [m.helper(symbol, x.type, m.const(x, 1.0), n), None]
+
+
 @defrule(*_both("sqrt"))
 def _sqrt(m, args, res):
     return [m.div(m.const(res, 0.5), res)]

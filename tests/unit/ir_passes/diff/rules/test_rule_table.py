@@ -86,6 +86,7 @@ CASES: dict[str, Case] = {
     # powers and roots
     **both("pow", case((1.7, 2.3), (0.4, -1.5), (2.5, 0.5))),
     "llvm.powi": case((1.7, 3), (-0.8, 5), (1.3, -2), ints=(1,)),
+    "numba_ldexp": case((1.7, 3), (-0.8, 0), (1.3, -2), ints=(1,)),
     **both("sqrt", case((0.3,), (2.0,), (17.0,))),
     "cbrt": case((0.3,), (-2.0,), (27.5,)),
     # sign, fused and selecting ops

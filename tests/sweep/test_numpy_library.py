@@ -1,0 +1,58 @@
+"""The numpy sweep entries the pass learned to differentiate in issue 9 ("the rest of the
+numpy library"), held to more than the sweep tier's "ok or a clean refusal": each must be ok
+in both modes (central finite differences; reverse also against forward through the
+inner-product identity, see ``runner``), and its derivatives must release every NRT
+allocation they make (shadows of temporaries included).
+
+One entry per root cause fixed: a phi of a pointer with null/undef/poison (``for row in X``,
+``np.ediff1d``) and forward mode's reference counts of an argument's shadow through such
+phis, a sign-bit test of an active float (``np.nan_to_num``), the ``numba_ldexp`` rule, and
+``numba_cpow``/``numba_cpowf`` given LLVM bodies (complex powers).
+"""
+from __future__ import annotations
+
+import gc
+
+import pytest
+from numba.core.runtime import _nrt_python, rtsys
+
+from tests.support.gradcheck import check_forward, check_reverse
+from tests.sweep.numpy_entries import ENTRIES
+from tests.sweep.runner import JIT, MODES, kernel_of, run
+
+#: One entry per root cause (the sweep's full tier runs the others: np.ediff1d, z**2.5, ...).
+NEWLY_SUPPORTED = (
+    "for i, row in enumerate(X)", "np.nan_to_num", "np.ldexp",
+    "complex power z**w (numba_cpow)", "complex64 power z**w (numba_cpowf)",
+)
+_BY_NAME = {e.name: e for e in ENTRIES}
+
+
+@pytest.fixture
+def nrt_stats():
+    was_enabled = _nrt_python.memsys_stats_enabled()
+    _nrt_python.memsys_enable_stats()
+    yield
+    if not was_enabled:
+        _nrt_python.memsys_disable_stats()
+
+
+def _params() -> list:
+    return [pytest.param(_BY_NAME[name], mode, id=f"{name}-{mode}",
+                         marks=pytest.mark.xdist_group(name=f"sweep-{_BY_NAME[name].ident}"))
+            for name in NEWLY_SUPPORTED for mode in MODES]
+
+
+@pytest.mark.parametrize("entry, mode", _params())
+def test_differentiated_and_balanced(entry, mode, nrt_stats):
+    name = entry.name
+    result = run(entry, mode)
+    assert result.outcome == "ok", f"{name} [{mode}]: {result.outcome}\n{result.message}"
+    check = check_forward if mode == "forward" else check_reverse
+    gc.collect()
+    before = rtsys.get_allocation_stats()
+    check(kernel_of(entry), jit_options=JIT)     # the compiled derivative, called again
+    gc.collect()
+    after = rtsys.get_allocation_stats()
+    alloc, free, mi_alloc, mi_free = (a - b for a, b in zip(after, before))
+    assert (alloc, mi_alloc) == (free, mi_free), (name, mode, after, before)
