@@ -9,7 +9,7 @@ the stored norm. Complex kinds are refused.
 from __future__ import annotations
 
 from ir_passes.ir.builder import Builder, counted_loop
-from ir_passes.ir.types import I64, PTR, VOID, FloatType, FunctionType
+from ir_passes.ir.types import I64, PTR, FloatType, FunctionType
 from ir_passes.ir.values import Function, Instruction, Module, Value, zero
 from ir_passes.known.model import (CallContext, Flow, ForwardCalls, KnownCall, ReadInReverse,
                                    ReverseCalls)

@@ -23,7 +23,7 @@ from __future__ import annotations
 from ...ir.builder import Builder, declare
 from ...ir.parser import parse_module
 from ...ir.printer import print_module
-from ...ir.types import I1, I8, I64, PTR, VOID, FunctionType
+from ...ir.types import I1, I8, I64, PTR, VOID
 from ...ir.values import TRUE, Constant, Function, GlobalRef, Module, Value, const_int
 from ...known.memory import TAPE_ALLOCATE
 from ...known.model import Role, runtime_call
