@@ -172,7 +172,9 @@ def _reverse_gemm(ctx: ReverseCalls, inst: Instruction) -> None:
     zero_matrix(b, module, t, g, m, n, ldc)
 
 
-_HINT = ("multiply a copy (A.copy() @ x), or write the array only after its last product")
+_HINT = ("multiply a copy (A.copy() @ x), or write the array only after its last product; "
+         "for np.linalg.matrix_power(A, n) with |n| >= 4 (its loop reuses a temporary), write "
+         "the products out (A @ A @ A @ A) or use forward mode")
 
 GEMV_RECORD = KnownCall(
     GEMV, writes=(_V_Y,), flow=Flow(_V_Y, (_V_A, _V_X)), check=_check_gemv,
