@@ -371,7 +371,8 @@ def _link_libraries(libraries, primal: str, linked, primal_text, kept=frozenset(
                     value.name = renames[value.name]
                 if value.name == primal:
                     primal_text = text
-                elif value.name not in kept and value.linkage in (llvm.Linkage.external, llvm.Linkage.common):
+                elif value.name not in kept and value.linkage in (llvm.Linkage.external,
+                                                                  llvm.Linkage.common):
                     value.linkage = "linkonce_odr"
             if linked is None:
                 linked = module

@@ -67,7 +67,8 @@ class _Forward:
         self.tangents: dict[Value, Value] = {}
         self.shadows: dict[Value, Value] = {}
         self.blocks: dict[Block, Block] = {}
-        self.phis: list[tuple[Instruction, Instruction, Instruction | None, Instruction | None]] = []
+        self.phis: list[tuple[Instruction, Instruction,
+                              Instruction | None, Instruction | None]] = []
 
     # ------------------------------------------------------------ driver
     def run(self) -> Function:
@@ -308,8 +309,9 @@ class _Forward:
     def _load_shadow(self, inst: Instruction) -> Value:
         ptr = self.shadows[inst.operands[0]]
         if isinstance(inst.type, IntType) and not self._only_stored(inst):
-            raise self.diag.unsupported("integer load from shadowed (float) memory used as a number",
-                                        inst, "avoid reinterpreting float arrays as integers")
+            raise self.diag.unsupported(
+                "integer load from shadowed (float) memory used as a number", inst,
+                "avoid reinterpreting float arrays as integers")
         if self.width == 1:
             return self.b.load(inst.type, ptr, align=inst.align)
         return gather(self.b, inst.type, ptr, self.width)

@@ -1,8 +1,9 @@
 """Where derivatives enter a function: the arguments activity analysis starts from.
 
 Float scalars marked active/dup are varied; the data pointer of every array with a shadow,
-every pointer parameter with a shadow, and the return slot when the return value is differentiated, address shadowed memory. The
-activities are checked against the parameter types first (`activity_check`).
+every pointer parameter with a shadow, and the return slot when the return value is
+differentiated, address shadowed memory. The activities are checked against the parameter
+types first (`activity_check`).
 """
 from __future__ import annotations
 

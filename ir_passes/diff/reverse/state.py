@@ -77,7 +77,8 @@ class ReverseState:
         self.entry = self.fn.add_block("entry")
         self.tape = Tape(module, self.fn, self.entry, parked=spec.split is None)
         # split mode: the shadow arrays allocated so far, for a state that dies unreversed
-        self.owned = Tape(module, self.fn, self.entry, "owned", parked=False) if spec.split else None
+        self.owned = (Tape(module, self.fn, self.entry, "owned", parked=False)
+                      if spec.split else None)
         self.owned_pushes: dict[Block, list[Value]] = {}
         # allocations kept between calls -> slots of the primal array and of its shadow
         self.keeps_allocations = spec.split is None and not returns_memory(self.primal,
