@@ -18,12 +18,11 @@ from __future__ import annotations
 
 from ...ir.builder import Builder, declare
 from ...ir.types import I1, I32, I64, PTR, VOID, FunctionType
-from ...ir.values import (FALSE, TRUE, Constant, Function, GlobalRef, Instruction, Module, Value,
-                          const_int)
+from ...ir.values import FALSE, TRUE, Constant, Function, GlobalRef, Module, Value, const_int
 from ...known.generic import zero_memory
 from ...known.model import Role, runtime_call
 from ..shadows import data_pointer, release
-from .tape import PARKED, TAPE_PREFIX
+from .tape import PARKED, TAPE_PREFIX, exchange
 
 SHADOW_PREFIX = "enzyme_py.shadow."
 SLOT_PREFIX = TAPE_PREFIX + "shadow."      # a derivative's own globals, as the tape's are
@@ -64,7 +63,7 @@ def emit_release_all(module: Module, name: str) -> None:
     free = declare(module, "free", VOID, [PTR])
     for g in sorted(module.globals):
         if g == PARKED or g.startswith(SLOT_PREFIX):
-            held = _exchange(b, GlobalRef(g), _NULL)
+            held = exchange(b, GlobalRef(g), _NULL, "held")
             if g == PARKED:
                 b.call(free, [held], VOID)
             else:
@@ -88,7 +87,7 @@ def _build_take(module: Module) -> Function:
     slot, size, align, zeroed = fn.args
     b = Builder(fn.add_block("entry"))
     parked, small, fresh, done = (fn.add_block(n) for n in ("parked", "small", "fresh", "done"))
-    held = _exchange(b, slot, _NULL)
+    held = exchange(b, slot, _NULL, "held")
     b.cbr(b.icmp("ne", held, _NULL), parked, fresh)
     b.position_at_end(parked)
     b.cbr(b.icmp("uge", b.load(I64, data_pointer(b, module, held)), size), done, small)
@@ -123,15 +122,10 @@ def _build_park(module: Module) -> Function:
     b.ret()
     b.position_at_end(park)
     b.store(size, data_pointer(b, module, owner))
-    _release_unless_null(b, module, fn, _exchange(b, slot, owner))
+    _release_unless_null(b, module, fn, exchange(b, slot, owner, "held"))
     b.ret()
     module.add_function(fn)
     return fn
-
-
-def _exchange(b: Builder, slot: Value, new: Value) -> Instruction:
-    return b.insert(Instruction("atomicrmw", PTR, [slot, new], "held", flags=("xchg",),
-                                ordering="acq_rel"))
 
 
 def _release_unless_null(b: Builder, module: Module, fn: Function, owner: Value) -> None:

@@ -48,8 +48,7 @@ class Tape:
             for slot in (self.base, self.top, self.end):
                 b.store(Constant(PTR, "null"), slot)
             return
-        held = b.insert(Instruction("atomicrmw", PTR, [GlobalRef(PARKED), Constant(PTR, "null")],
-                                    "tape.parked", flags=("xchg",), ordering="acquire"))
+        held = exchange(b, GlobalRef(PARKED), Constant(PTR, "null"), "tape.parked", "acquire")
         empty = b.icmp("eq", held, Constant(PTR, "null"))
         capacity = b.load(I64, b.select(empty, GlobalRef(_NO_CAPACITY), held))
         b.store(held, self.base)
@@ -191,8 +190,7 @@ def _build_release(module: Module) -> Function:
     b.ret()
     b.position_at_end(park)
     b.store(capacity, base)
-    before = b.insert(Instruction("atomicrmw", PTR, [GlobalRef(PARKED), base], "before",
-                                  flags=("xchg",), ordering="acq_rel"))
+    before = exchange(b, GlobalRef(PARKED), base, "before")
     b.call(free, [before], VOID)
     b.ret()
     module.add_function(fn)
@@ -201,3 +199,10 @@ def _build_release(module: Module) -> Function:
 
 def _umax(b: Builder, x: Value, y: Value) -> Value:
     return b.select(b.icmp("ugt", x, y), x, y)
+
+
+def exchange(b: Builder, slot: Value, new: Value, name: str,
+             ordering: str = "acq_rel") -> Instruction:
+    """Atomically store `new` into the pointer global `slot`; the pointer it held."""
+    return b.insert(Instruction("atomicrmw", PTR, [slot, new], name, flags=("xchg",),
+                                ordering=ordering))
