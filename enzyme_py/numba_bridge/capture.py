@@ -62,6 +62,7 @@ from .complex_power import define_complex_power
 from .custom_calls import opaque_symbols
 from .link import llvm_abi
 from .recompile import Unrecoverable, recompile
+from .origins import tag_origins
 from .runtime import annotate_runtime
 from .unresolved import resolve, unresolved_symbols
 
@@ -363,7 +364,8 @@ def _link_libraries(libraries, primal: str, linked, primal_text, kept=frozenset(
     """
     for texts, renames in libraries:
         for text in texts:
-            module = llvm.parse_assembly(annotate_runtime(differentiable_tapes(text)))
+            module = llvm.parse_assembly(
+                tag_origins(annotate_runtime(differentiable_tapes(text))))
             for value in (*module.functions, *module.global_variables):
                 if value.is_declaration:
                     continue

@@ -9,17 +9,18 @@ C-ordered copy, so U^T is the lower factor it returns); the strict lower triangl
   off the diagonal and Y on it.
 The strict lower triangle's tangent and adjoint pass through (triangular solves and products
 with U: trsm, trmm). The reverse reads U, which Numba's zeroing of the other triangle (stores
-of 0.0 from the call's own source line) leaves alone; any other later write is refused.
+of 0.0 made by Numba's implementation of np.linalg.cholesky itself, told apart from the user's
+code by `origins`) leaves alone; any other later write is refused.
 """
 from __future__ import annotations
 
-from ir_passes.diagnostics import LOC_KIND
 from ir_passes.ir.values import ConstFloat, ConstInt, Instruction
 from ir_passes.known.model import (CallContext, Flow, ForwardCalls, KnownCall, ReadInReverse,
                                    ReverseCalls)
 
 from .lapack_calls import call, mask_triangles, release, scratch
 from .lapack_lu import element_type
+from .origins import same_origin, watch
 
 POTRF = "numba_xxpotrf"
 _UPLO, _N, _A, _LDA = range(1, 5)
@@ -27,10 +28,10 @@ _UPPER = (0, 1, 1)          # mask factors selecting the upper triangle (with th
 
 
 def _zeroing(call_: Instruction, write: Instruction) -> bool:
-    """Numba's zeroing of the other triangle: a store of 0.0 from the call's source line."""
+    """Numba's zeroing of the other triangle: a store of 0.0 by the function that made the
+    call (Numba's implementation of np.linalg.cholesky)."""
     return write.opcode == "store" and isinstance(write.operands[0], ConstFloat) \
-        and write.operands[0].value == 0.0 \
-        and write.metadata.get(LOC_KIND) == call_.metadata.get(LOC_KIND) is not None
+        and write.operands[0].value == 0.0 and same_origin(call_, write)
 
 
 def _check(ctx: CallContext, inst: Instruction) -> None:
@@ -81,6 +82,7 @@ def _reverse(ctx: ReverseCalls, inst: Instruction) -> None:
     release(b, m, y)
 
 
+watch(POTRF)
 POTRF_RECORD = KnownCall(
     POTRF, writes=(_A,), flow=Flow(_A, (_A,)), check=_check, forward=_forward,
     reverse=_reverse,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from numba import njit
 
 pytest.importorskip("scipy")
 
@@ -71,6 +72,33 @@ def test_temporaries_are_released(check):
     assert_released(check(kernel).df, kernel.args())
 
 
+def _store_on_the_call_line(A):
+    L = np.linalg.cholesky(A); L[2, 0] = 0.0  # noqa: E702 (Numba zeroes on this line too)
+    return np.sum(L * L * np.arange(1.0, 10.0).reshape(3, 3))
+
+
+@njit
+def _factor_then_zero(A):
+    L = np.linalg.cholesky(A)
+    L[2, 0] = 0.0
+    return L
+
+
+def _store_in_a_helper(A):
+    L = _factor_then_zero(A)         # inlined: its store carries this line
+    return np.sum(L * L * np.arange(1.0, 10.0).reshape(3, 3))
+
+
+def _store_into_a_copy(A):
+    L = np.linalg.cholesky(A).copy(); L[2, 0] = 0.0  # noqa: E702 (the refusal's fix)
+    return np.sum(L * L * np.arange(1.0, 10.0).reshape(3, 3))
+
+
+_REFUSED = (r"cannot differentiate: Cholesky factor \(numba_xxpotrf: np\.linalg\.cholesky\) "
+            r"written after the call \(the derivative reads it\) \(an array allocated in the "
+            r"function\)(.*\n)*  fix: write into a copy of the factor")
+
+
 def test_writing_the_factor_is_refused():
     def f(A):
         L = np.linalg.cholesky(A)
@@ -78,8 +106,20 @@ def test_writing_the_factor_is_refused():
         return np.sum(L)
 
     d = derive_diff(f, None, ("dup",))
-    with pytest.raises(UnsupportedError, match=r"cannot differentiate: Cholesky factor "
-                       r"\(numba_xxpotrf: np\.linalg\.cholesky\) written after the call \(the "
-                       r"derivative reads it\) \(an array allocated in the function\)(.*\n)*  "
-                       r"fix: write into a copy of the factor"):
+    with pytest.raises(UnsupportedError, match=_REFUSED):
         d(np.eye(2) * 2.0, np.zeros((2, 2)))
+
+
+@pytest.mark.parametrize("f", [_store_on_the_call_line, _store_in_a_helper])
+def test_writes_sharing_the_call_line_are_refused(f):
+    """Only Numba's own zeroing of the other triangle is exempt, not a store of 0.0 that
+    carries the call's line (the user's, or a user helper's inlined there)."""
+    d = derive_diff(f, None, ("dup",))
+    with pytest.raises(UnsupportedError, match=_REFUSED):
+        d(np.eye(3) * 2.0, np.zeros((3, 3)))
+
+
+def test_the_fix_of_the_refusal_differentiates():
+    kernel = Kernel("store_into_a_copy", _store_into_a_copy, lambda r: (_spd(r),))
+    check_reverse(kernel)
+    check_inner_product(kernel)
