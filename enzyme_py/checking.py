@@ -186,9 +186,12 @@ def _is_float(a) -> bool:
 
 
 def _like(rng, a):
-    """A random value shaped and typed like `a` (a float or an array)."""
+    """A random value shaped and typed like `a` (a float or an array), in `a`'s memory order,
+    as np.zeros_like would give a user's shadow."""
     if isinstance(a, np.ndarray):
-        return rng.standard_normal(a.shape).astype(a.dtype)
+        out = np.empty_like(a)
+        out[...] = rng.standard_normal(a.shape)
+        return out
     return float(rng.standard_normal())
 
 

@@ -12,7 +12,8 @@ Stages (`STAGES`; API.md's names are aliases: "primal" is "raw", "preprocessed" 
 "canonical"):
 
   raw         the module as the front end got it (Numba's lowering, or the .ll/.bc file)
-  canonical   the canonical module the pass differentiates (callees inlined)
+  canonical   the canonical module the pass differentiates (callees inlined, aggregate
+              merges split by `aggregate_merges`)
   activity    the primal annotated per instruction, then per Python source line
   derivative  the synthesized derivative function
   optimized   the derivative's module after `ir_passes.canonicalize.optimize` (O3)
@@ -25,6 +26,7 @@ import functools
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from .aggregate_merges import split_aggregate_merges
 from .analysis.activity import ActivityInfo, analyze_activity, print_activity
 from .canonicalize import optimize
 from .diff.callees import not_inlined_callees
@@ -34,7 +36,7 @@ from .diff.seeds import activity_seeds
 from .diff.spec import DiffSpec
 from .errors import EnzymePyError
 from .ir.parser import parse_module
-from .ir.printer import print_function
+from .ir.printer import print_function, print_module
 from .ir.values import Function, Module
 from .source_lines import source_summary
 from .vector_math import annotate
@@ -91,7 +93,8 @@ class Stages:
         if name == "raw":
             return self.target.raw_text
         if name == "canonical":
-            return self.target.canonical_text
+            module = self.module                  # parsed first: it sets `_split`
+            return print_module(module) if self._split else self.target.canonical_text
         if name == "activity":
             return self.activity_text()
         if name == "derivative":
@@ -103,7 +106,8 @@ class Stages:
     @functools.cached_property
     def module(self) -> Module:
         """The canonical module, parsed (the primal is `self.primal`)."""
-        return parse_module(self.target.canonical_text)
+        module, self._split = _canonical_module(self.target.canonical_text)
+        return module
 
     @property
     def primal(self) -> Function:
@@ -122,7 +126,7 @@ class Stages:
     def synthesized(self) -> tuple[Module, Function, str]:
         """(the module holding the derivative, without the primal; the derivative; the
         module's verified text)."""
-        module = parse_module(self.target.canonical_text)
+        module, _ = _canonical_module(self.target.canonical_text)
         fn, text = differentiate(module, self.spec, self.target.title)
         return module, fn, text
 
@@ -155,3 +159,12 @@ class Stages:
                      f"block execution, its observer reported {report.slots_by_block()}: "
                      "the reverse synthesizer does not report every push (please report)\n")
         return text
+
+
+def _canonical_module(text: str) -> tuple[Module, bool]:
+    """The front end's canonical module parsed, with its aggregate merges split; whether any
+    were."""
+    module = parse_module(text)
+    split = [split_aggregate_merges(fn) for fn in module.functions.values()
+             if not fn.is_declaration]
+    return module, any(split)

@@ -271,6 +271,7 @@ def scale_into(x, out, c):
 
 def test_check_accepts_correct_derivatives():
     check(least_squares, ("dup", "const", "dup"), X3, A, B)
+    check(least_squares, ("dup", "dup", "dup"), X3, np.asfortranarray(A), B)  # F-order shadows
     check(scale_into, "dup, dup, active", X3, np.zeros(3), 1.5)
     check(softmax, ("dup",), X5, mode="reverse")
 

@@ -96,6 +96,14 @@ def reshape_in_loop(x):
     return s
 
 
+def contiguous_views(X):
+    """np.ascontiguousarray of a strided view (copied) and of a contiguous one (the view
+    itself): Numba merges the two cases' array structs in a phi of aggregates."""
+    C = np.ascontiguousarray(X[:, 1:])
+    R = np.ascontiguousarray(X[1:])
+    return np.sum(C ** 3) + np.sum(np.sin(R) * R[::-1]) + C[0, 0] * R[0, 1]
+
+
 KERNELS: list[Kernel] = [
     kernel("reshape_sumsq", reshape_sumsq, lambda r: (uvec(r, -1, 1, 6),),
            "array1d", "nested-loop", "view"),
@@ -120,4 +128,6 @@ KERNELS: list[Kernel] = [
            "array1d", "nested-loop", "output", "math", "view", outputs=(1,)),
     kernel("reshape_in_loop", reshape_in_loop, lambda r: (uvec(r, -1, 1, 12),),
            "array1d", "loop", "view"),
+    kernel("contiguous_views", contiguous_views, lambda r: (uvec(r, -1, 1, 3, 4),),
+           "array2d", "view"),
 ]
