@@ -189,8 +189,24 @@ def test_jacobian_shapes_for_float_inputs_and_outputs():
 
 
 # ---------------------------------------------------------------- hessian and hvp
+def row_dots(x, A):
+    """sum_i tanh(A[i] @ x)^2 through a temporary: BLAS dots whose derivative is inlined
+    in a stack save/restore pair (a no-op the analyses must see through)."""
+    t = np.empty(A.shape[0])
+    for i in range(A.shape[0]):
+        t[i] = math.tanh(A[i] @ x)
+    return np.sum(t ** 2)
+
+
+def row_dots_hessian(x, A):
+    th = np.tanh(A @ x)
+    s = 1.0 - th ** 2
+    return A.T @ np.diag(2.0 * s ** 2 - 4.0 * th ** 2 * s) @ A
+
+
 HESSIAN_CASES = [
     (least_squares, (X3, A, B), lambda x, A, b: A.T @ A),
+    (row_dots, (X3, A), row_dots_hessian),
     (logsumexp, (X5,), softmax_jacobian),
     (rosenbrock, (X5, 100.0), rosenbrock_hessian),
 ]
