@@ -2,3 +2,4 @@
 library helpers (`known_calls`), so every user of the front end (the API, the command line,
 the C front end) differentiates NRT allocations and BLAS dots the same way."""
 from . import known_calls  # noqa: F401  (registers Numba's known calls with ir_passes)
+from . import printing  # noqa: F401  (print() of active values)

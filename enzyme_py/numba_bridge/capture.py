@@ -270,6 +270,12 @@ def capture(dispatcher: Dispatcher, argtypes: tuple) -> CapturedFunction:
 
 
 def _capture(dispatcher: Dispatcher, argtypes: tuple) -> CapturedFunction:
+    if "objmode" in dispatcher.py_func.__code__.co_names:
+        raise UnsupportedError(
+            f"{dispatcher.py_func.__qualname__} has a numba.objmode block (object-mode code, "
+            "whose results come back from Python)",
+            hint="move the object-mode code out of the differentiated function (compute its "
+            "results before the call and pass them in)")
     twin = _twin(dispatcher)
     try:
         twin.compile(argtypes)

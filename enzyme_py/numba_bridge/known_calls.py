@@ -48,9 +48,9 @@ _NOT_YET = {
 }
 _PYTHON_API = ("Py", "_Py", "numba_gil_", "numba_unpickle", "numba_runtime_")
 _PYTHON_PROBLEM = CallProblem(
-    "Python object operation ('{name}', e.g. from print()) on active values",
-    "remove the print() (or other object use) from the differentiated function: print the "
-    "values in its caller")
+    "Python object operation ('{name}') on active values",
+    "keep Python objects out of the differentiated function (print() of float values is "
+    "supported): work on the values in its caller")
 _CONTAINERS = {"numba_dict_": "dict", "numba_list_": "typed list"}
 
 

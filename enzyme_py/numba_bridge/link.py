@@ -33,6 +33,7 @@ from numba.core.callconv import excinfo_ptr_t
 from numba.core.codegen import CodeLibrary
 from numba.core.compiler_lock import global_compiler_lock
 from numba.core.dispatcher import _FunctionCompiler
+from numba.core.environment import Environment
 from numba.core.registry import cpu_target
 from numba.core.runtime import rtsys
 from numba.extending import intrinsic
@@ -44,6 +45,7 @@ from ir_passes.ordered_reductions import ordered_reductions
 __all__ = ["Built", "call_if_compiled", "compile_library", "lazy_intrinsic", "llvm_abi",
            "njit_generated", "njit_wrapper", "raise_failed", "unique_symbol"]
 
+_ENV_PREFIX = "_ZN08NumbaEnv"
 _counter = itertools.count()
 _defined_symbols: set[str] = set()
 
@@ -121,12 +123,34 @@ def _add_module(library: CodeLibrary, module: llvm.ModuleRef, linking_libraries)
         finalize = library.finalize
 
         def finalize_ordered():
+            environments = []
             while pending:
-                library.add_llvm_module(pending.pop(0))
+                joining = pending.pop(0)
+                environments += _environment_names(joining)
+                library.add_llvm_module(joining)
             with ordered_reductions():
                 finalize()
+            _set_environments(environments)
 
         library.finalize = finalize_ordered
+
+
+def _environment_names(module: llvm.ModuleRef) -> list[str]:
+    """The Numba environments (`NumbaEnv` globals) the code of `module` reads: Python object
+    operations (print) find their function's globals there."""
+    return [g.name for g in module.global_variables
+            if g.name.startswith(_ENV_PREFIX) and not g.is_declaration]
+
+
+def _set_environments(names: list[str]) -> None:
+    """Point each environment global Numba has not set (that of a captured twin, which is
+    never compiled on its own) at its environment, as Numba does for a function it compiles."""
+    codegen = cpu_target.target_context.codegen()
+    for name in names:
+        env = Environment._memo.get(name)
+        address = codegen._engine.get_global_value_address(name)
+        if env is not None and address and not ctypes.c_void_p.from_address(address).value:
+            codegen.set_env(name, env)
 
 
 def _runtime_library() -> CodeLibrary:

@@ -41,13 +41,6 @@ def with_dict(A, x):
     return d[0]
 
 
-@numba.njit
-def printing(A, x):
-    y = x[0] * A[0, 0]
-    print(y)  # msg:print
-    return y
-
-
 _NOT_YET = "not differentiable yet"
 _LINALG_FIX = (r"not differentiable yet \(np\.linalg\.solve, inv, det, slogdet, cholesky, eigh "
                r"and svd are\): write the algorithm with loops over NumPy arrays, or pass its "
@@ -66,10 +59,6 @@ CASES = {
              r".*call i32 @numba_dict_insert\(.*",
              r"Python containers are not differentiable: keep active values in NumPy arrays "
              r"\(np\.empty\), not in a dict"),
-    "print": (printing, r"Python object operation \('PyFloat_FromDouble', e\.g\. from print\(\)\) "
-              r"on active values", r".*call ptr @PyFloat_FromDouble\(.*",
-              r"remove the print\(\) \(or other object use\) from the differentiated function: "
-              r"print the values in its caller"),
 }
 
 
