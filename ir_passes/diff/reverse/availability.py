@@ -54,7 +54,7 @@ class Availability:
             assert isinstance(v, Instruction)
             out = b.insert(clone_instruction(v, lambda o: self.value(ctx, o), lambda blk: blk))
         elif kind is Retention.SPILL:
-            slot = self._spill_slot(v)  # type: ignore[arg-type]
+            slot = self._spill_slot(v, st.map(v))  # type: ignore[arg-type]
             out = b.load(v.type, slot, (v.name or "") + ".spill")
         elif kind is Retention.HOIST:
             out = self._hoisted(ctx, v, Need.VALUE)
@@ -64,14 +64,15 @@ class Availability:
         ctx.memo[key] = out
         return out
 
-    def _spill_slot(self, v: Instruction) -> Instruction:
+    def _spill_slot(self, v: Instruction, fwd: Value) -> Instruction:
         """A value computed at most once (not in a loop) but not on every path to the return
-        is kept in a stack slot, stored right after its forward definition."""
+        (`fwd`: its forward copy, or its shadow) is kept in a stack slot, stored right after
+        its forward definition."""
         st = self.st
-        slot = st.spills.get(v)
+        slot = st.spills.get(fwd)
         if slot is None:
-            slot = st.spills[v] = st.alloca(v.type, (v.name or "v") + ".spill")
-            fwd = st.map(v)
+            name = (v.name or "v") + ("'" if fwd is st.fshadow.get(v) else "") + ".spill"
+            slot = st.spills[fwd] = st.alloca(fwd.type, name)
             assert isinstance(fwd, Instruction) and fwd.block is not None
             block = fwd.block
             at = block.instructions.index(fwd) + 1
@@ -126,6 +127,13 @@ class Availability:
             out = b.select(self.value(ctx, c), self.shadow(ctx, x), self.shadow(ctx, y))
         elif isinstance(ptr, Instruction) and ptr.opcode in ("bitcast", "addrspacecast", "freeze"):
             out = self.shadow(ctx, ptr.operands[0])
+        elif isinstance(ptr, Instruction) and ptr.block is not None \
+                and st.plan.executes_once(ptr.block):
+            # made once per call: a stack slot, not the tape, so that a pass differentiating
+            # this derivative can follow it (mem2reg turns the slot into SSA values)
+            st.observe(Retained(Retention.SPILL, Need.SHADOW, ctx.block, ptr))
+            slot = self._spill_slot(ptr, st.fshadow[ptr])
+            out = b.load(PTR, slot, (ptr.name or "") + "'.spill")
         elif st.plan.hoist_loop(ptr, ctx.block) is not None:
             out = self._hoisted(ctx, ptr, Need.SHADOW)
         else:
