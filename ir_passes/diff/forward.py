@@ -39,7 +39,7 @@ from .lanes import gather, lane_pointers, vector_of
 from .lanes import lane as lane_of
 from .returns import pack_results, release_arrays, return_slot
 from .taped_pointers import (is_taped_pointer_load, is_taped_pointer_store, reads_taped_shadows,
-                             taped_shadow)
+                             taped_shadow, vector_mode_error)
 from .rules.emitter import MathEmitter
 from .seeds import activity_seeds, is_raw_pointer
 from .shadows import (allocate_shadow, call_shadow, derived_shadow, free_raw, mirror_refcount)
@@ -246,7 +246,9 @@ class _Forward:
 
     def _shadow_pointer(self, inst: Instruction) -> None:
         b = self.b
-        if is_taped_pointer_load(inst) and self.width == 1:   # its shadow is taped beside it
+        if is_taped_pointer_load(inst):         # its shadow is taped beside it
+            if self.width > 1:
+                raise vector_mode_error(self.diag, inst, self.width)
             shadow = b.load(PTR, self.shadows[inst.operands[0]])
             self.shadows[inst] = self.meminfo_shadows[inst] = shadow
             return

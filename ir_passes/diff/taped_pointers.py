@@ -8,8 +8,9 @@ of each taped pointer at the same place in the tape's shadow: the (augmented) fo
 stores it there beside the primal store, the load reading the pointer back reads its shadow
 from there, and the tape's growth copies the shadow buffer with the tape.
 
-Both modes use width 1 only (vector forward mode keeps refusing such loads). A pointer without
-a shadow taped in a function that reads shadowed pointers back from its tape could leave a
+Vector forward mode refuses such loads for now. Function-local memory whose address is taped
+there gets a shadow (`analysis.activity`); a pointer without one (into an argument without
+derivative) taped in a function that reads shadowed pointers back from its tape could leave a
 null shadow where one is used: refused.
 """
 from __future__ import annotations
@@ -63,3 +64,11 @@ def taped_shadow(diag: Diagnostics, store: Instruction, shadow: ShadowLookup) ->
         "apart when they are read back", store,
         "not supported yet: differentiate the forward derivative instead (reverse or forward "
         "over forward, as enzyme_py.hessian and hvp do)")
+
+
+def vector_mode_error(diag: Diagnostics, load: Instruction, width: int) -> Exception:
+    """Vector forward mode over a derivative reading pointers back from its tape."""
+    return diag.unsupported(
+        "pointer read back from the tape of a reverse-mode derivative that is itself "
+        f"differentiated, in vector forward mode (width {width})", load,
+        "not supported yet: use width=1 (one direction per call), or reverse over forward")
