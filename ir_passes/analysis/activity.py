@@ -78,7 +78,8 @@ def analyze_activity(fn: Function, varied_args: set[Argument], shadowed_args: se
                 varied.add(inst)
                 changed = True
             for base in _local_memory_receiving(inst, varied, shadowed, callees) \
-                    + _local_memory_merged(inst, shadowed) + _local_memory_taped(inst, stores):
+                    + _local_memory_merged(inst, shadowed) \
+                    + _local_memory_taped(inst, shadowed, stores):
                 if base not in shadowed:
                     shadowed.add(base)
                     changed = True
@@ -151,15 +152,20 @@ def _local_memory_merged(inst: Instruction, shadowed: set[Value]) -> list[Instru
     return [base for base in bases if base is not None]
 
 
-def _local_memory_taped(inst: Instruction, stores: PointerStores) -> list[Instruction]:
-    """Function-local memory whose address a derivative being differentiated keeps on its
-    tape beside addresses of shadowed memory: the pointers read back cannot be told apart,
-    so it gets a shadow too (zero unless written), kept beside it on the tape
-    (`diff/taped_pointers.py`)."""
+def _local_memory_taped(inst: Instruction, shadowed: set[Value],
+                        stores: PointerStores) -> list[Instruction]:
+    """A derivative being differentiated keeping addresses on its tape: the tape, when one
+    of them has a shadow (kept beside it, in the tape's shadow: `diff/taped_pointers.py`);
+    function-local memory whose address is kept beside such addresses (the pointers read
+    back cannot be told apart, so it gets a shadow too, zero unless written)."""
     if inst.opcode != "store" or not inst.operands[0].type.is_pointer \
-            or not is_tape_memory(inst.operands[1]) or not stores.may_hold(inst.operands[1]):
+            or not is_tape_memory(inst.operands[1]):
         return []
-    v = inst.operands[0]
+    v, ptr = inst.operands
+    if v in shadowed:
+        return local_memory_bases(ptr)
+    if not stores.may_hold(ptr):
+        return []
     if role_of(v) is Role.HANDLE_ALLOC:       # an owner: the memory of its data
         return [u for u in _users(v) if role_of(u) is Role.HANDLE_DATA]
     base = local_memory_base(v)
