@@ -7,9 +7,8 @@ Array arguments in another layout than C are copied to C order first, so the gra
 Jacobians returned are new C-contiguous arrays.
 
 Second derivatives are reverse over forward: the reverse derivative of `x -> <f'(x), v>`
-(the forward derivative's tangent). Forward over reverse, which API.md names, works too
-(`tests/test_second_order.py`) but not yet on functions with temporary arrays holding active
-values (the inner reverse pass tapes their shadows' addresses), so it is not the route here.
+(the forward derivative's tangent). Forward over reverse, which API.md names, works too,
+also on functions with temporary arrays holding active values (`tests/test_second_order.py`).
 """
 from __future__ import annotations
 

@@ -457,9 +457,9 @@ def test_hessian_vector_product_reverse_over_forward():
                                               rel=1e-12)
 
 
-def test_forward_over_reverse_is_refused_with_the_alternative():
-    """`a * a` is a temporary holding active values: the reverse pass tapes its shadow's
-    address, which an outer pass cannot follow yet (tests/test_second_order.py: what works)."""
+def test_forward_over_reverse_through_a_temporary():
+    """`a * a` is a temporary holding active values, whose shadow's address the reverse pass
+    needs: an outer forward pass follows it (tests/test_second_order.py: every way round)."""
     rev = derive_diff(lambda a: (a * a).sum(), None, ("dup",))
 
     @numba.njit
@@ -469,7 +469,10 @@ def test_forward_over_reverse_is_refused_with_the_alternative():
         return da.sum()
 
     d = derive_diff(gradient_sum, None, ("dup", "dup"), mode="forward")
-    with pytest.raises(UnsupportedError, match=r"pointer read back from the tape of a "
-                       r"reverse-mode derivative that is itself differentiated(.|\n)*fix: not "
-                       r"supported yet: differentiate the forward derivative instead"):
-        d(np.ones(3), np.ones(3), np.zeros(3), np.zeros(3))
+    a, ta = np.array([1.0, 2.0, 3.0]), np.array([0.5, -1.0, 2.0])
+    da, tda = np.zeros(3), np.zeros(3)
+    value, tangent = d(a, ta, da, tda)
+    assert value == pytest.approx(2.0 * a.sum(), rel=1e-14)      # sum of the gradient 2 a
+    assert tangent == pytest.approx(2.0 * ta.sum(), rel=1e-14)
+    np.testing.assert_allclose(da, 2.0 * a, rtol=1e-14)
+    np.testing.assert_allclose(tda, 2.0 * ta, rtol=1e-14)       # the Hessian 2 I times ta

@@ -364,9 +364,11 @@ def _definer(symbol: str):
 def _link_libraries(libraries, primal: str, linked, primal_text, kept=frozenset()):
     """Link the raw modules of ``libraries`` into ``linked`` (None: a new module).
 
-    Every definition except the primal and those ``kept`` becomes ``linkonce_odr``:
-    duplicates merge, and what is unreferenced once callees are inlined (their bodies,
-    environment globals) is discardable.
+    Every definition except the primal and those ``kept`` becomes ``weak_odr``: duplicates
+    merge, and none is skipped for being unreferenced yet (a ``linkonce`` one would be, and a
+    module linked later referring to it would find it missing: a Numba helper the inner
+    primal of a differentiated derivative shares with the outer function). What is
+    unreferenced once callees are inlined is made internal and dropped (``_inline_callees``).
     """
     for texts, renames in libraries:
         for text in texts:
@@ -381,7 +383,7 @@ def _link_libraries(libraries, primal: str, linked, primal_text, kept=frozenset(
                     primal_text = text
                 elif value.name not in kept and value.linkage in (llvm.Linkage.external,
                                                                   llvm.Linkage.common):
-                    value.linkage = "linkonce_odr"
+                    value.linkage = "weak_odr"
             if linked is None:
                 linked = module
             else:
@@ -404,6 +406,10 @@ def _inline_callees(module: llvm.ModuleRef, primal: str, opaque: set[str]) -> No
     for fn in module.functions:
         if not fn.is_declaration and fn.name != primal:
             fn.linkage = "internal"
+    for gv in module.global_variables:
+        if gv.linkage == llvm.Linkage.weak_odr:
+            gv.linkage = "linkonce_odr"
+    run_module_passes(module, ("global_dead_code_eliminate",))
 
 
 _MD_NODE = re.compile(r"^!(\d+) = (?:distinct )?!(\w+)\((.*)\)$", re.M)

@@ -19,7 +19,7 @@ from ..ir.printer import print_function
 from ..ir.types import ArrayType, FloatType, IntType, StructType, Type, VectorType
 from ..ir.values import Argument, Function, Instruction, Value
 from ..known.memory import is_tape_memory, pointer_base, pointer_bases
-from ..known.model import call_record, is_local_allocation
+from ..known.model import Role, call_record, is_local_allocation, role_of
 from .pointer_stores import PointerStores, is_pointer_like
 
 # Opcodes whose (float) result is varied if any operand is.
@@ -78,7 +78,8 @@ def analyze_activity(fn: Function, varied_args: set[Argument], shadowed_args: se
                 varied.add(inst)
                 changed = True
             for base in _local_memory_receiving(inst, varied, shadowed, callees) \
-                    + _local_memory_merged(inst, shadowed):
+                    + _local_memory_merged(inst, shadowed) \
+                    + _local_memory_taped(inst, shadowed, stores):
                 if base not in shadowed:
                     shadowed.add(base)
                     changed = True
@@ -149,6 +150,31 @@ def _local_memory_merged(inst: Instruction, shadowed: set[Value]) -> list[Instru
     ops = inst.operands[1:] if inst.opcode == "select" else inst.operands
     bases = (local_memory_base(op) for op in ops)
     return [base for base in bases if base is not None]
+
+
+def _local_memory_taped(inst: Instruction, shadowed: set[Value],
+                        stores: PointerStores) -> list[Instruction]:
+    """A derivative being differentiated keeping addresses on its tape: the tape, when one
+    of them has a shadow (kept beside it, in the tape's shadow: `diff/taped_pointers.py`);
+    function-local memory whose address is kept beside such addresses (the pointers read
+    back cannot be told apart, so it gets a shadow too, zero unless written)."""
+    if inst.opcode != "store" or not inst.operands[0].type.is_pointer \
+            or not is_tape_memory(inst.operands[1]):
+        return []
+    v, ptr = inst.operands
+    if v in shadowed:
+        return local_memory_bases(ptr)
+    if not stores.may_hold(ptr):
+        return []
+    if role_of(v) is Role.HANDLE_ALLOC:       # an owner: the memory of its data
+        return [u for u in _users(v) if role_of(u) is Role.HANDLE_DATA]
+    base = local_memory_base(v)
+    return [base] if base is not None and base.opcode != "alloca" else []
+
+
+def _users(v: Instruction) -> list[Instruction]:
+    fn = v.block.function if v.block is not None else None
+    return [u for u in fn.instructions() if any(op is v for op in u.operands)] if fn else []
 
 
 def _may_hold_floats(base: Instruction) -> bool:

@@ -15,7 +15,7 @@ from ..analysis.pointer_stores import never_reloaded
 from ..diagnostics import Diagnostics
 from ..ir.types import ArrayType, StructType, Type, VectorType
 from ..ir.values import Function, Instruction, Value
-from ..known.memory import pointer_base
+from ..known.memory import is_tape_memory, pointer_base
 from ..known.model import Role, role_of
 
 _NOT_ESCAPING = (Role.HANDLE_DATA, Role.INCREF, Role.DECREF)
@@ -81,14 +81,16 @@ def _refuse_escapes(fn: Function, allocs: set[Instruction], diag: Diagnostics,
                     retptr: Value | None, info: ActivityInfo) -> None:
     """The meminfo of a shadowed allocation may only be compared, asked for its data, reference
     counted, merged by phis/selects whose results are used the same way, returned through a
-    shadowed return slot, or parked in a stack slot nothing reads back. Anything else (stored,
+    shadowed return slot, parked in a stack slot nothing reads back, or kept on the tape of a
+    derivative being differentiated with its shadow (`taped_pointers.py`). Anything else (stored,
     passed to a call) lets the array outlive what the pass tracks."""
     merges = meminfo_merges(fn, allocs)
     meminfos = set(allocs) | set(merges)
     for inst in fn.instructions():
         if inst in merges or inst.opcode == "icmp" or role_of(inst) in _NOT_ESCAPING:
             continue
-        if inst.opcode == "store" and (_returned(inst, retptr, info) or never_reloaded(fn, inst)):
+        if inst.opcode == "store" and (_returned(inst, retptr, info) or never_reloaded(fn, inst)
+                                       or is_tape_memory(inst.operands[1])):
             continue
         escaping = next((op for op in inst.operands if op in meminfos), None)
         if escaping is not None:

@@ -8,7 +8,7 @@ from ..errors import UnsupportedError
 from ..ir.builder import Builder
 from ..ir.values import Argument, ConstFloat, Constant, Function, Instruction, Value
 from ..known.calls import known_problem
-from ..known.memory import is_tape_memory, pointer_base
+from ..known.memory import pointer_base
 from ..known.model import is_local_allocation
 from .reverse.tape import TAPE_PREFIX
 from .rules import Rule, lookup
@@ -117,14 +117,6 @@ def check_pointer_to_int(diag: Diagnostics, primal: Function, info: ActivityInfo
 
 def unknown_shadow_pointer(diag: Diagnostics, inst: Instruction) -> Exception:
     """The error for a pointer into shadowed memory whose shadow cannot be formed."""
-    if inst.opcode == "load" and is_tape_memory(inst.operands[0]):
-        return diag.unsupported(
-            "pointer read back from the tape of a reverse-mode derivative that is itself "
-            "differentiated (its function keeps a temporary array holding active values, "
-            "whose shadow the reverse pass tapes)", inst,
-            "not supported yet: differentiate the forward derivative instead (reverse or "
-            "forward over forward, as enzyme_py.hessian and hvp do), or write the temporary "
-            "into an array argument")
     if inst.opcode == "load":
         return diag.unsupported(
             "pointer loaded from memory that may hold the address of a differentiated array "

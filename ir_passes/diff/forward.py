@@ -38,6 +38,8 @@ from .forward_returns import complete_tangent
 from .lanes import gather, lane_pointers, vector_of
 from .lanes import lane as lane_of
 from .returns import pack_results, release_arrays, return_slot
+from .taped_pointers import (is_taped_pointer_load, is_taped_pointer_store, reads_taped_shadows,
+                             taped_shadow, vector_mode_error)
 from .rules.emitter import MathEmitter
 from .seeds import activity_seeds, is_raw_pointer
 from .shadows import (allocate_shadow, call_shadow, derived_shadow, free_raw, mirror_refcount)
@@ -244,6 +246,12 @@ class _Forward:
 
     def _shadow_pointer(self, inst: Instruction) -> None:
         b = self.b
+        if is_taped_pointer_load(inst):         # its shadow is taped beside it
+            if self.width > 1:
+                raise vector_mode_error(self.diag, inst, self.width)
+            shadow = b.load(PTR, self.shadows[inst.operands[0]])
+            self.shadows[inst] = self.meminfo_shadows[inst] = shadow
+            return
         shadow = derived_shadow(b, inst, self._map, self._shadow_of)
         if shadow is None and inst.opcode == "alloca":
             shadow = self._shadow_alloca(inst)
@@ -322,7 +330,12 @@ class _Forward:
 
     def _store(self, inst: Instruction) -> None:
         v, ptr = inst.operands
-        if ptr in self.info.shadowed and pointer_base(ptr) is self.retptr \
+        if is_taped_pointer_store(inst) and ptr in self.info.shadowed and self.width == 1 \
+                and reads_taped_shadows(self.primal, self.info):
+            shadow = taped_shadow(self.diag, inst, lambda p: self.meminfo_shadows.get(p)
+                                  or self.shadows.get(p))
+            self.b.store(shadow, self.shadows[ptr], align=inst.align)
+        elif ptr in self.info.shadowed and pointer_base(ptr) is self.retptr \
                 and not carries_float(v.type):
             self.b.store(self._returned_shadow(v, inst), self.shadows[ptr], align=inst.align)
         elif ptr in self.info.shadowed:

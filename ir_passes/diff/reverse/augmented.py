@@ -17,6 +17,8 @@ from .callees import augment_call, touches
 from .kept import emit_reference
 from .parked_shadows import new_slot, take_shadow
 from .checks import check_forward
+from ..taped_pointers import (is_tape_copy, is_taped_pointer_load, is_taped_pointer_store,
+                              reads_taped_shadows, taped_shadow)
 from .state import ReverseState
 from .tape import Tape
 
@@ -51,6 +53,7 @@ class AugmentedForward:
             st.vmap[inst] = clone
             check_forward(st, inst)
             self._mirror_returned_pointer(inst)
+            self._mirror_taped_pointer(inst)
             if inst in st.allocs:
                 size, align = (st.map(op) for op in inst.operands)
                 st.fshadow[inst] = allocate_shadow(b, st.module, size, align)[0]
@@ -104,6 +107,8 @@ class AugmentedForward:
             shadow = call_shadow(b, st.module, inst, st.map, st.fshadow.__getitem__)
         if shadow is not None:
             return shadow
+        if is_taped_pointer_load(inst):    # its shadow is taped beside it
+            return b.load(PTR, st.fshadow[inst.operands[0]])
         if inst.opcode == "alloca":
             if inst.operands:
                 raise st.diag.unsupported("dynamic alloca holding active values", inst)
@@ -120,6 +125,21 @@ class AugmentedForward:
         if s is None:
             raise mixed_memory_error(self.st.diag, self.st.spec, ptr, user)
         return s
+
+    def _mirror_taped_pointer(self, inst: Instruction) -> None:
+        """Differentiating a reverse derivative: the shadow of a pointer it tapes goes into
+        the tape's shadow, which grows with the tape (`taped_pointers.py`)."""
+        st = self.st
+        if not (is_taped_pointer_store(inst) or is_tape_copy(inst)) \
+                or not reads_taped_shadows(st.primal, st.info):
+            return
+        if inst.opcode == "store":
+            shadow = taped_shadow(st.diag, inst, st.fshadow.get)
+            st.b.store(shadow, st.fshadow[inst.operands[1]])
+            return
+        dst, src, *rest = inst.operands
+        st.b.call(st.module.functions[inst.callee_name or ""],
+                  [st.fshadow[dst], st.fshadow[src], *(st.map(o) for o in rest)], inst.type)
 
     def _mirror_returned_pointer(self, inst: Instruction) -> None:
         """A pointer stored into the return slot: its shadow goes into the shadow slot (null

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from ...analysis.cfg import Loop
 from ...ir.clone import clone_instruction
-from ...ir.types import I64, PTR, VOID
+from ...ir.types import I8, I64, PTR, VOID
 from ...ir.values import Argument, Block, Constant, Instruction, Value
 from .plan import Access
 from .retained import Need, Retained, Retention
@@ -43,7 +43,9 @@ class Availability:
             kind = Retention.SPILL
         if kind is not Retention.HOIST:
             st.observe(Retained(kind, Need.VALUE, ctx.block, v))
-        if kind is Retention.IV:
+        if kind is Retention.IV and v in st.plan.pointer_ivs:
+            out = self._pointer_iv(ctx, v, self.value(ctx, st.plan.pointer_ivs[v].start))
+        elif kind is Retention.IV:
             iv = st.plan.ivs[v]  # type: ignore[index]
             count = self.counter(ctx, iv.loop)
             if count.type != v.type:
@@ -54,7 +56,7 @@ class Availability:
             assert isinstance(v, Instruction)
             out = b.insert(clone_instruction(v, lambda o: self.value(ctx, o), lambda blk: blk))
         elif kind is Retention.SPILL:
-            slot = self._spill_slot(v)  # type: ignore[arg-type]
+            slot = self._spill_slot(v, st.map(v))  # type: ignore[arg-type]
             out = b.load(v.type, slot, (v.name or "") + ".spill")
         elif kind is Retention.HOIST:
             out = self._hoisted(ctx, v, Need.VALUE)
@@ -64,14 +66,15 @@ class Availability:
         ctx.memo[key] = out
         return out
 
-    def _spill_slot(self, v: Instruction) -> Instruction:
+    def _spill_slot(self, v: Instruction, fwd: Value) -> Instruction:
         """A value computed at most once (not in a loop) but not on every path to the return
-        is kept in a stack slot, stored right after its forward definition."""
+        (`fwd`: its forward copy, or its shadow) is kept in a stack slot, stored right after
+        its forward definition."""
         st = self.st
-        slot = st.spills.get(v)
+        slot = st.spills.get(fwd)
         if slot is None:
-            slot = st.spills[v] = st.alloca(v.type, (v.name or "v") + ".spill")
-            fwd = st.map(v)
+            name = (v.name or "v") + ("'" if fwd is st.fshadow.get(v) else "") + ".spill"
+            slot = st.spills[fwd] = st.alloca(fwd.type, name)
             assert isinstance(fwd, Instruction) and fwd.block is not None
             block = fwd.block
             at = block.instructions.index(fwd) + 1
@@ -101,6 +104,12 @@ class Availability:
                 st.hoist_stores.setdefault(exit_, []).append((load, slot))
         return st.b.load(fwd.type, slot, name)
 
+    def _pointer_iv(self, ctx: BlockContext, v: Value, start: Value) -> Value:
+        """Pointer induction variable `v` (or its shadow, from `start`'s) in this iteration."""
+        iv = self.st.plan.pointer_ivs[v]  # type: ignore[index]
+        offset = self.st.b.mul(self.counter(ctx, iv.loop), iv.step)
+        return self.st.b.gep(I8, start, [offset])
+
     def counter(self, ctx: BlockContext, loop: Loop) -> Value:
         """The reverse counter of `loop` (iterations left), loaded once per block."""
         key = ("rcounter", id(loop))
@@ -126,6 +135,17 @@ class Availability:
             out = b.select(self.value(ctx, c), self.shadow(ctx, x), self.shadow(ctx, y))
         elif isinstance(ptr, Instruction) and ptr.opcode in ("bitcast", "addrspacecast", "freeze"):
             out = self.shadow(ctx, ptr.operands[0])
+        elif ptr in st.plan.pointer_ivs and st.plan.kind(ptr, ctx.block) is Access.IV:
+            st.observe(Retained(Retention.IV, Need.SHADOW, ctx.block, ptr))
+            start = st.plan.pointer_ivs[ptr].start  # type: ignore[index]
+            out = self._pointer_iv(ctx, ptr, self.shadow(ctx, start))
+        elif isinstance(ptr, Instruction) and ptr.block is not None \
+                and st.plan.executes_once(ptr.block):
+            # made once per call: a stack slot, not the tape, so that a pass differentiating
+            # this derivative can follow it (mem2reg turns the slot into SSA values)
+            st.observe(Retained(Retention.SPILL, Need.SHADOW, ctx.block, ptr))
+            slot = self._spill_slot(ptr, st.fshadow[ptr])
+            out = b.load(PTR, slot, (ptr.name or "") + "'.spill")
         elif st.plan.hoist_loop(ptr, ctx.block) is not None:
             out = self._hoisted(ctx, ptr, Need.SHADOW)
         else:

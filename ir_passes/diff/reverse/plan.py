@@ -5,7 +5,8 @@ For every primal value the reverse pass needs, one of four answers (`ReversePlan
 - "direct": a constant, argument, or value computed once on every path to the return,
   usable as is after the forward pass;
 - "iv": an affine induction variable of an enclosing loop, rebuilt from the reverse loop's
-  counter (`start + step * counter`);
+  counter (`start + step * counter`; for a pointer stepping by a constant number of bytes,
+  `start` advanced by `step * counter` bytes);
 - "recompute": a cheap pure instruction (integer and address arithmetic, comparisons,
   casts, loads from memory the function never writes) whose operands are themselves free
   (or hoisted);
@@ -22,7 +23,9 @@ from enum import Enum
 
 from ...analysis.cfg import Loop, dominates, dominators, find_loops, reverse_post_order
 from ...errors import UnsupportedError
-from ...ir.values import Argument, Block, Constant, Function, GlobalRef, Instruction, Value
+from ...ir.types import I64, size_of
+from ...ir.values import (Argument, Block, ConstInt, Constant, Function, GlobalRef, Instruction,
+                          Value, const_int)
 from ...known.memory import pointer_base
 from ...known.model import is_local_allocation, written_arguments
 
@@ -66,6 +69,7 @@ class ReversePlan:
                      and all(dominates(self.idom, b, r) for r in returns)}
         self.returns = returns
         self.ivs = self._induction_variables()
+        self.pointer_ivs = self._pointer_induction_variables()    # step: i64 bytes
         self.written = written_bases(fn)
 
     # ------------------------------------------------------------ loops
@@ -122,6 +126,26 @@ class ReversePlan:
                     ivs[phi] = InductionVariable(loop, start, step)
         return ivs
 
+    def _pointer_induction_variables(self) -> dict[Instruction, InductionVariable]:
+        """Pointer phis advanced by a constant offset per iteration (Numba's array
+        iterators): rebuilt, not taped, so that no address of theirs is kept on the tape."""
+        ivs: dict[Instruction, InductionVariable] = {}
+        for loop in self.loops:
+            pre, latch = self.preheader(loop), self.latch(loop)
+            for phi in loop.header.phis():
+                if not phi.type.is_pointer:
+                    continue
+                start = phi.operands[phi.incoming.index(pre)]
+                nxt = phi.operands[phi.incoming.index(latch)]
+                if not (isinstance(nxt, Instruction) and nxt.opcode == "getelementptr"
+                        and nxt.operands[0] is phi and len(nxt.operands) == 2
+                        and isinstance(nxt.operands[1], ConstInt)):
+                    continue
+                step = nxt.operands[1].value * size_of(nxt.source_type)  # type: ignore
+                if self.defined_outside(start, loop):
+                    ivs[phi] = InductionVariable(loop, start, const_int(I64, step))
+        return ivs
+
     def defined_outside(self, v: Value, loop: Loop) -> bool:
         """Defined outside `loop`: fixed while it runs (the reverse obtains it like any
         value defined there, see `kind`)."""
@@ -136,7 +160,7 @@ class ReversePlan:
         assert isinstance(v, Instruction)
         if v.block in self.once:
             return Access.DIRECT
-        iv = self.ivs.get(v)
+        iv = self.ivs.get(v) or self.pointer_ivs.get(v)
         if iv is not None and at in iv.loop.blocks:
             return Access.IV
         if self._recomputable(v, at, depth=0):

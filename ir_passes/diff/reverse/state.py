@@ -47,7 +47,7 @@ class ReverseState:
         self.rcounter: dict[Loop, Instruction] = {}    # loop -> reverse counter alloca
         self.which: dict[Block, Instruction] = {}      # block -> synthetic "which pred" value
         self.frames: dict[Block, list[tuple[Value, Instruction]]] = {}   # tape pushes per block
-        self.spills: dict[Instruction, Instruction] = {}
+        self.spills: dict[Value, Instruction] = {}     # forward value or shadow -> slot
         self.hoisted: dict[tuple[object, Value, Loop], Instruction] = {}   # -> stack slot
         self.hoist_stores: dict[Block, list[tuple[Instruction, Instruction]]] = {}
         self.phis: list[tuple[Instruction, Instruction]] = []   # primal phi -> forward phi
