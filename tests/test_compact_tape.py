@@ -17,15 +17,15 @@ from tests.support.kernel import Kernel
 
 
 def weighted_logsumexp(x):
-    """The running max `if x[i] > m: m = x[i]` tapes its comparison (i1) per element."""
+    """A running max read by every iteration: its comparison (i1) is taped per element, with
+    the exp beside it (9-byte frames)."""
     m = x[0]
+    s = 0.0
     for i in range(1, x.shape[0]):
         if x[i] > m:
             m = x[i]
-    s = 0.0
-    for i in range(x.shape[0]):
         s += math.exp(x[i] - m) * x[i]
-    return m + math.log(s)
+    return m + s
 
 
 KERNEL = Kernel("weighted_logsumexp", weighted_logsumexp,

@@ -3,8 +3,9 @@
 `tape_report(module, spec)` runs the reverse synthesizer (`driver.synthesize_reverse`) on a
 copy of the module and listens to its observer, so the report is the synthesizer's own
 decisions, never a second opinion. Per (value, reverse block) the synthesizer reports:
-- "tape": a slot (8 bytes; i1 one, i32 and float four) pushed at the end of the block's forward execution, once per
-  execution of that block (so once per iteration of its enclosing loops);
+- "tape": a slot (8 bytes; an i1 one, an i32 or float four) pushed at the end of the block's
+  forward execution, once per execution of that block (so once per iteration of its
+  enclosing loops);
 - "spill": a value computed at most once (outside every loop) but not on every path to the
   return: one stack slot per call, stored after its forward definition;
 - "recompute": the instruction is cloned into the reverse block from available operands;
@@ -42,10 +43,12 @@ from ..rules import lookup
 from ..rules.math import math_rule_name
 from ..rules.needs import rule_needs
 from ..spec import DiffSpec
+from .last_update import CONDITION_SUFFIX
 from .plan import ReversePlan
 from .driver import synthesize_reverse
 from .retained import Need, Retained, Retention
-from .tape import GROW_FUNCTION, RESERVED_PUSH, SLOT, slot_bytes  # GROW_FUNCTION: to be renamed public in tape.py
+from .tape import GROW_FUNCTION, RESERVED_PUSH, SLOT  # GROW_FUNCTION: to be renamed public in tape.py
+from .tape import slot_bytes
 from .tape_entries import LoopTrips, TapeEntry, TapeReport, resolve_sizes
 from .tape_print import print_tape
 from .tape_sizes import Expr
@@ -145,6 +148,9 @@ class _Report:
         if ev.invariant_in is not None:
             return f"invariant in loop {self._block_name(ev.invariant_in.header)} " \
                 "(taped at its exit, read by its reverse)"
+        if self._synthetic(v) and (v.name or "").endswith(CONDITION_SUFFIX):
+            return f"condition %{(v.name or '')[:-len(CONDITION_SUFFIX)]} of a running " \
+                "max/min select, from the iteration of its last update"
         if self._synthetic(v):
             assert isinstance(v, Instruction) and v.block is not None
             what = "trip count of loop" if any(l.header is v.block for l in self.plan.loops) \
