@@ -1,6 +1,7 @@
 """Compact tape slots (issue 10): a comparison the reverse pass needs per iteration costs one
 byte on the tape, not eight; derivatives stay right with the doubles after it misaligned,
-first order and second order (the inner tape grown while the outer pass shadows it)."""
+first order and second order (the inner tape grown while the outer pass shadows it); and the
+tape report totals loops bounded by a clamped `range(n - 1)`."""
 from __future__ import annotations
 
 import math
@@ -87,3 +88,22 @@ def test_second_order_through_a_grown_compact_tape(hessian_vector):
     scale = np.max(np.abs(fd))
     np.testing.assert_allclose(by_forward, fd, rtol=0, atol=1e-6 * scale)
     np.testing.assert_allclose(by_reverse, by_forward, rtol=0, atol=1e-10 * scale)
+
+
+def shifted_pairs(x, w):
+    """`range(n - 1)` around an inner loop: Numba bounds it by max(n - 1, 0)."""
+    s = 0.0
+    for t in range(x.shape[0] - 1):
+        for j in range(w.shape[0]):
+            s += math.sin(x[t] * w[j]) * x[t + 1]
+    return s
+
+
+def test_a_clamped_range_bound_has_a_trip_count():
+    ins = inspection(shifted_pairs, "dup,const", types="float64[::1], float64[::1]",
+                     sizes={"x": 11, "w": 4})
+    assert [str(l.trips) for l in ins.tape.loops] == ["x.shape[0] - 1", "w.shape[0]"]
+    assert ins.tape.total_bytes() is not None
+    check_all(Kernel("shifted_pairs", shifted_pairs,
+                     lambda rng: (rng.standard_normal(6), rng.standard_normal(3)),
+                     const=(1,), tags=frozenset({"nested-loop", "math", "array1d"})), width=0)
