@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 
+import numba
 import numpy as np
 import pytest
 
@@ -65,6 +66,23 @@ def scaled_max(x, w):
     return math.sin(m)
 
 
+@numba.njit
+def _maxima_down(x, k):
+    """Recursive, so not inlined: its reverse is split into an augmented forward and a
+    reverse half, the last update kept on the caller's tape."""
+    if k == 0:
+        return 0.0
+    m = x[0] * k
+    for i in range(1, x.shape[0]):
+        if x[i] * k > m:
+            m = x[i] * k
+    return m + _maxima_down(x, k - 1)
+
+
+def recursive_maxima(x):
+    return _maxima_down(x, 3)
+
+
 def running_max_sum(x):
     """Not the idiom: every iteration reads m (the general path tapes the comparison)."""
     m = x[0]
@@ -89,6 +107,8 @@ KERNELS = {k.name: k for k in [
     Kernel("scaled_max", scaled_max,
            lambda rng: (rng.standard_normal(7), rng.uniform(0.5, 1.5, 7)),
            tags=_ARRAY | {"math"}),
+    Kernel("recursive_maxima", recursive_maxima, lambda rng: (rng.standard_normal(7),),
+           tags=_ARRAY | {"callee"}),
     Kernel("running_max_sum", running_max_sum, lambda rng: (rng.standard_normal(8),),
            tags=_ARRAY),
 ]}
