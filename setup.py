@@ -16,6 +16,8 @@ setup(
                              "scipy>=1.10",  # scipy: Numba needs it for np.dot (BLAS)
                              "jax>=0.4.30"],  # tests of enzyme_py.jax
                     # enzyme_py.jax / enzyme_py.torch (PyTorch's tests skip without it)
-                    "jax": ["jax>=0.4.30"], "torch": ["torch>=2.1"]},
+                    "jax": ["jax>=0.4.30"], "torch": ["torch>=2.1"],
+                    # examples/benchmarks/bench_kernels.py: the ours/JAX column and its chart
+                    "bench": ["jax>=0.4.30", "matplotlib>=3.7"]},
     entry_points={"console_scripts": ["enzyme-py=enzyme_py.cli:main"]},
 )

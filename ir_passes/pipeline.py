@@ -31,7 +31,7 @@ from .analysis.activity import ActivityInfo, analyze_activity, print_activity
 from .canonicalize import optimize
 from .diff.callees import not_inlined_callees
 from .diff.driver import differentiate
-from .diff.reverse.tape_report import TapeReport, print_tape, tape_report, taped_slots
+from .diff.reverse.tape_report import TapeReport, print_tape, tape_report, taped_bytes
 from .diff.seeds import activity_seeds
 from .diff.spec import DiffSpec
 from .errors import EnzymePyError
@@ -154,10 +154,10 @@ class Stages:
             return "; forward mode keeps no tape: tangents are computed beside the primal\n"
         report = self.tape
         text = print_tape(report, sizes)
-        pushed = taped_slots(self.derivative)     # read back from the real derivative
-        if pushed != report.slots_by_block():
-            text += (f"; warning: the synthesized derivative pushes {pushed} tape slot(s) per "
-                     f"block execution, its observer reported {report.slots_by_block()}: "
+        pushed = taped_bytes(self.derivative)     # read back from the real derivative
+        if pushed != report.bytes_by_block():
+            text += (f"; warning: the synthesized derivative pushes {pushed} tape byte(s) per "
+                     f"block execution, its observer reported {report.bytes_by_block()}: "
                      "the reverse synthesizer does not report every push (please report)\n")
         return text
 

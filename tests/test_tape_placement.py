@@ -14,7 +14,7 @@ import pytest
 
 from enzyme_py.inspection import inspection
 from ir_passes.diff.reverse.retained import Need
-from ir_passes.diff.reverse.tape_report import taped_slots
+from ir_passes.diff.reverse.tape_report import taped_bytes
 
 from tests.unit.enzyme_py.cli.test_tape_report import observed_counts, report_counts
 from tests.support.gradcheck import check_all
@@ -108,7 +108,7 @@ def reports():
 def test_report_is_what_the_derivative_pushes(reports, name):
     ins = reports(name)
     assert report_counts(ins.tape) == observed_counts(ins.target.canonical_text, ins.spec)
-    assert taped_slots(ins.derivative) == ins.tape.slots_by_block()
+    assert taped_bytes(ins.derivative) == ins.tape.bytes_by_block()
 
 
 def test_swapped_buffers_tape_their_shadows_once_per_time_step(reports):

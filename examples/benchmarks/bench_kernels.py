@@ -1,29 +1,45 @@
-"""Kernels written the way real codes are written: reverse/primal and forward/primal.
+"""Kernels written the way real codes are written: reverse/primal, forward/primal, tape bytes,
+compile time, and ours/JAX.
 
-Run:  python examples/benchmarks/bench_kernels.py [--repeats N] [--only NAME]
+Run:  python examples/benchmarks/bench_kernels.py [--repeats N] [--only NAME] [--chart PNG]
 
-Not a test: it prints one table. Each row times the primal, its reverse-mode derivative and its
-forward-mode derivative interleaved in one run (process CPU time, min of repeats, warm-up calls
-excluded). Before timing, every gradient is checked against central finite differences and the
-forward tangent against the reverse gradient (<J t, w> == <t, J^T w>); the script exits
-non-zero when a derivative is wrong, never because of a timing.
+Not a test: it prints one table (and saves a chart when matplotlib is installed). Each row
+times the primal, its reverse-mode derivative and its forward-mode derivative interleaved in
+one run (process CPU time, min of repeats, warm-up calls excluded). Before timing, every
+gradient is checked against central finite differences and the forward tangent against the
+reverse gradient (<J t, w> == <t, J^T w>); the script exits non-zero when a derivative is
+wrong, never because of a timing.
+
+Columns: `tape/call` is the tape report's total for the call's sizes (`enzyme-py inspect
+--stage tape`, an upper bound: conditional blocks count on every iteration); `compile` is
+derive + first call of the reverse derivative over Numba's compile (+ first call) of the
+primal; `ours/jax` is our reverse derivative over `jax.jit(jax.grad(f))` of the JAX version
+written the natural vectorised way (jax_kernels.py; its gradient is checked against ours),
+when JAX is installed (`pip install .[bench]`). JAX's CPU time is the work of all its threads.
 
 Kernels (issue 10): the ADBench GMM objective (full lower-triangular Q, temporaries from
 np.empty, the inner triangular loop `range(j + 1, d)`), a 2-D heat stencil swapping its two
-buffers (`a, b = b, a`), a matmul loop nest (n innermost), sum(sin(x)**2 * x), logsumexp.
+buffers (`a, b = b, a`), a matmul loop nest (n innermost), sum(sin(x)**2 * x), logsumexp,
+ADBench BA (1000 observations) and LSTM (2 layers, hidden 10, 50 steps), adbench_kernels.py.
 """
 from __future__ import annotations
 
 import argparse
+import inspect
 import math
+import os
 import sys
+import time
 
 import numpy as np
 
 import enzyme_py  # noqa: F401  (import before compiling @njit callees, see README)
 import numba
 from enzyme_py import derive_diff
+from enzyme_py.inspection import inspection
 
+from adbench_kernels import ba_data, ba_objective, lstm_data, lstm_objective
+from _chart import save_chart
 from _timing import calibrate, fmt_time, machine_note, now, table
 
 # --------------------------------------------------------------------------- kernels
@@ -144,7 +160,8 @@ def logsumexp(x):
 # --------------------------------------------------------------------------- cases
 
 def _cases(rng):
-    """(name, fn, args, differentiated args, written scratch args (dup, not checked))."""
+    """(name, fn, args, differentiated args, written scratch args (dup, not checked),
+    compile-time constant args of the JAX version)."""
     d, K, n = 10, 25, 1000
     gmm = (rng.standard_normal(K), rng.standard_normal((K, d)),
            0.1 * rng.standard_normal((K, d + d * (d - 1) // 2)),
@@ -152,11 +169,13 @@ def _cases(rng):
     u = rng.standard_normal((200, 200))
     mm = (rng.standard_normal((64, 64)), rng.standard_normal((64, 64)), np.zeros((64, 64)))
     return [
-        ("GMM d=10 K=25 n=1000", gmm_objective, gmm, (0, 1, 2), ()),
-        ("heat swap 10x 200x200", heat_swap, (u, u.copy(), 0.1, 10), (0,), (1,)),
-        ("matmul 64^3 loop nest", matmul_loss, mm, (0, 1), (2,)),
-        ("sum(sin(x)^2 x) 1e6", sin2x, (rng.uniform(-2, 2, 1_000_000),), (0,), ()),
-        ("logsumexp 1e6", logsumexp, (rng.standard_normal(1_000_000),), (0,), ()),
+        ("GMM d=10 K=25 n=1000", gmm_objective, gmm, (0, 1, 2), (), ()),
+        ("heat swap 10x 200x200", heat_swap, (u, u.copy(), 0.1, 10), (0,), (1,), (3,)),
+        ("matmul 64^3 loop nest", matmul_loss, mm, (0, 1), (2,), ()),
+        ("sum(sin(x)^2 x) 1e6", sin2x, (rng.uniform(-2, 2, 1_000_000),), (0,), (), ()),
+        ("logsumexp 1e6", logsumexp, (rng.standard_normal(1_000_000),), (0,), (), ()),
+        ("BA 1000 observations", ba_objective, ba_data(rng), (0, 1, 2), (), ()),
+        ("LSTM 2x10, 50 steps", lstm_objective, lstm_data(rng), (0, 1), (), ()),
     ]
 
 
@@ -169,15 +188,42 @@ def _with_shadows(args, diff, shadows):
     return tuple(out)
 
 
+def _cpu_seconds(fn) -> float:
+    t0 = time.process_time()
+    fn()
+    return time.process_time() - t0
+
+
 def build(fn, args, diff, scratch):
-    p = numba.njit(fn)
+    """The primal, reverse and forward derivatives, and compile seconds: Numba's compile (and
+    first call) of the primal, derive + first call of the reverse derivative."""
     dup = set(diff) | set(scratch)
     acts = tuple("dup" if i in dup else "const" for i in range(len(args)))
-    rev = derive_diff(p, f"rev_{fn.__name__}", acts, return_primal=True)
+    p = numba.njit(fn)
+    numba_s = _cpu_seconds(lambda: p(*_fresh(args)))
+    zeros = {i: np.zeros_like(args[i]) for i in dup}
+    made = {}
+
+    def derive_and_call():
+        made["rev"] = derive_diff(p, f"rev_{fn.__name__}", acts, return_primal=True)
+        made["rev"](*_with_shadows(_fresh(args), dup, zeros))
+    rev_s = _cpu_seconds(derive_and_call)
     fwd = derive_diff(p, f"fwd_{fn.__name__}", acts, mode="forward")
-    return p, rev, fwd, dup
+    return p, made["rev"], fwd, dup, rev_s / numba_s
 
 
+def tape_bytes(p, fn, args, dup) -> int | None:
+    """Bytes the reverse derivative tapes per call, from the tape report (None: unknown)."""
+    acts = ",".join("dup" if i in dup else "const" for i in range(len(args)))
+    report = inspection(p, acts).tape
+    sizes = {}
+    for name, a in zip(inspect.signature(fn).parameters, args):
+        if isinstance(a, np.ndarray):
+            sizes.update({f"{name}.shape[{k}]": s for k, s in enumerate(a.shape)})
+        elif isinstance(a, int):
+            sizes[name] = a
+    total = report.total_bytes()
+    return None if total is None else total.evaluate(sizes)
 def check(p, rev, fwd, args, diff, dup, rng) -> float:
     """Max relative error of the gradient vs finite differences and vs forward mode."""
     args = tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args)
@@ -223,30 +269,90 @@ def min_times(fns, repeats: int) -> list[float]:
     return best
 
 
+def jax_gradient(fn, diff, static):
+    """`jax.jit(jax.grad)` of the JAX version of `fn`, or None without JAX."""
+    try:
+        from jax_kernels import jax_gradient as make
+    except ImportError:
+        return None
+    return make(fn.__name__, diff, static)
+
+
+def check_jax(jgrad, args, rev, dup, diff) -> float:
+    """Max relative difference of JAX's gradient from ours."""
+    grads = {i: np.zeros_like(args[i]) for i in dup}
+    rev(*_with_shadows(_fresh(args), dup, grads))
+    theirs = jgrad(*args)
+    return max(float(np.max(np.abs(np.asarray(t) - grads[i])) / max(np.max(np.abs(grads[i])),
+                                                                    1e-300))
+               for i, t in zip(diff, theirs))
+
+
+def measure(case, rng, repeats: int, use_jax: bool):
+    """One table row (and the ratios for the chart); `wrong`: some gradient is."""
+    name, fn, kargs, diff, scratch, static = case
+    numba.njit(lambda x: x + 1.0)(1.0)               # Numba's one-time initialisation
+    p, rev, fwd, dup, compile_x = build(fn, kargs, diff, scratch)
+    err = check(p, rev, fwd, kargs, diff, dup, rng)
+    jgrad = jax_gradient(fn, diff, static) if use_jax else None
+    jerr = check_jax(jgrad, kargs, rev, dup, diff) if jgrad is not None else 0.0
+    shadows = {i: np.zeros_like(kargs[i]) for i in dup}
+    rargs = _with_shadows(kargs, dup, shadows)
+    fargs = _with_shadows(kargs, dup, {i: np.ones_like(kargs[i]) for i in dup})
+    fns = [lambda: p(*kargs), lambda: rev(*rargs), lambda: fwd(*fargs)]
+    if jgrad is not None:
+        fns.append(lambda: [t.block_until_ready() for t in jgrad(*kargs)])
+    times = min_times(fns, repeats)
+    tp, tr, tf = times[:3]
+    vs_jax = tr / times[3] if jgrad is not None else None
+    tape = tape_bytes(p, fn, kargs, dup)
+    ok = err < 1e-4 and jerr < 1e-8
+    verdict = "ok" if ok else f"WRONG {max(err, jerr):.1e}"
+    row = [name, fmt_time(tp), f"{tr / tp:.2f}x", f"{tf / tp:.2f}x",
+           "?" if tape is None else _fmt_bytes(tape), f"{compile_x:.2f}x",
+           "-" if vs_jax is None else f"{vs_jax:.2f}", verdict]
+    return row, (tr / tp, tf / tp, vs_jax), not ok
+
+
+def _fmt_bytes(n: int) -> str:
+    for unit, size in (("MB", 1e6), ("KB", 1e3)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} B"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=9)
     ap.add_argument("--only", default=None, help="run the kernels whose name contains this")
+    ap.add_argument("--no-jax", action="store_true", help="skip the JAX column")
+    ap.add_argument("--chart", default=os.path.join(os.path.dirname(__file__) or ".",
+                                                    "bench_kernels.png"),
+                    help="where to save the PNG chart ('' for none)")
     args = ap.parse_args()
     rng = np.random.default_rng(0)
-    rows, wrong = [], False
-    for name, fn, kargs, diff, scratch in _cases(rng):
-        if args.only and args.only.lower() not in name.lower():
+    rows, ratios, names, wrong = [], [], [], False
+    for case in _cases(rng):
+        if args.only and args.only.lower() not in case[0].lower():
             continue
-        p, rev, fwd, dup = build(fn, kargs, diff, scratch)
-        err = check(p, rev, fwd, kargs, diff, dup, rng)
-        wrong |= not err < 1e-4
-        shadows = {i: np.zeros_like(kargs[i]) for i in dup}
-        rargs = _with_shadows(kargs, dup, shadows)
-        fargs = _with_shadows(kargs, dup, {i: np.ones_like(kargs[i]) for i in dup})
-        tp, tr, tf = min_times([lambda: p(*kargs), lambda: rev(*rargs), lambda: fwd(*fargs)],
-                               args.repeats)
-        rows.append([name, fmt_time(tp), f"{tr / tp:.2f}x", f"{tf / tp:.2f}x",
-                     "ok" if err < 1e-4 else f"WRONG {err:.1e}"])
-        print(f"  measured: {name}", file=sys.stderr)
+        row, ratio, bad = measure(case, rng, args.repeats, not args.no_jax)
+        rows.append(row)
+        ratios.append(ratio)
+        names.append(case[0])
+        wrong |= bad
+        print(f"  measured: {case[0]}", file=sys.stderr)
+    geomean = math.exp(sum(math.log(r[0]) for r in ratios) / len(ratios)) if ratios else 0.0
     print(f"reverse and forward / primal (min of {args.repeats}, Numba {numba.__version__})")
     print(f"  {machine_note()}\n")
-    print(table(["kernel", "primal", "reverse", "forward", "check"], rows))
+    print(table(["kernel", "primal", "reverse", "forward", "tape/call", "compile", "ours/jax",
+                 "check"], rows))
+    print(f"\ngeomean reverse/primal: {geomean:.2f}x")
+    if args.chart and ratios:
+        series = {"reverse/primal": [r[0] for r in ratios],
+                  "forward/primal": [r[1] for r in ratios]}
+        if any(r[2] is not None for r in ratios):
+            series["ours/JAX"] = [r[2] for r in ratios]
+        print(save_chart(args.chart, names, series, f"bench_kernels.py ({machine_note()})"))
     return 1 if wrong else 0
 
 

@@ -11,7 +11,7 @@ tape of a derivative being differentiated (a raw buffer).
 from __future__ import annotations
 
 from ..ir.builder import Builder, counted_loop, declare
-from ..ir.types import DOUBLE, I1, I8, I64, PTR, VOID, FloatType, FunctionType, size_of
+from ..ir.types import I1, I8, I64, PTR, VOID, FloatType, FunctionType, size_of
 from ..ir.values import FALSE, Function, Instruction, Module, Value, const_int, zero
 from .memory import MEMORY_INTRINSICS, TAPE_ALLOCATE, is_tape_memory, memory_intrinsic_kind
 from .model import CallContext, Flow, ForwardCalls, KnownCall, ReverseCalls, Role, register
@@ -47,7 +47,10 @@ def _reverse_memory(ctx: ReverseCalls, inst: Instruction) -> None:
     dst, src = inst.operands[0], inst.operands[1]
     length = ctx.value(inst.operands[2])
     if memory_intrinsic_kind(inst.callee_name or "") == "copy" and ctx.has_shadow(src):
-        t = ctx.element_type(dst) or ctx.element_type(src) or _tape_slots(dst)
+        if is_tape_memory(dst):
+            _move_tape_adjoints(ctx, ctx.shadow(src), ctx.shadow(dst), length)
+            return
+        t = ctx.element_type(dst) or ctx.element_type(src)
         if t is None:
             raise ctx.diag.unsupported("memory copy of active data whose element type is "
                                        "unknown", inst, "copy the array with an explicit loop")
@@ -57,11 +60,13 @@ def _reverse_memory(ctx: ReverseCalls, inst: Instruction) -> None:
     zero_memory(ctx.b, ctx.module, ctx.shadow(dst), length, FALSE)
 
 
-def _tape_slots(dst: Value) -> FloatType | None:
-    """A tape grown into a new buffer holds 8-byte slots: their adjoints are moved as doubles
-    (those of integer slots are zero, the old buffer's all zero before the move: bits are
-    kept exactly, a float's too)."""
-    return DOUBLE if is_tape_memory(dst) else None
+def _move_tape_adjoints(ctx: ReverseCalls, d_old: Value, d_new: Value, length: Value) -> None:
+    """A tape grown into a new buffer: the adjoints of its slots (of any width and alignment,
+    see `tape.slot_bytes`) move bit for bit to the old buffer's, all zero before the move
+    (nothing touches the old buffer after the copy); the new buffer's are zeroed."""
+    memcpy = declare(ctx.module, "llvm.memcpy.p0.p0.i64", VOID, [PTR, PTR, I64, I1])
+    ctx.b.call(memcpy, [d_old, d_new, length, FALSE], VOID)
+    zero_memory(ctx.b, ctx.module, d_new, length, FALSE)
 
 
 def zero_memory(b: Builder, module: Module, ptr: Value, size: Value, volatile: Value) -> None:

@@ -9,6 +9,7 @@ from ...analysis.cfg import Loop
 from ...ir.clone import clone_instruction
 from ...ir.types import I8, I64, PTR, VOID
 from ...ir.values import Argument, Block, Constant, Instruction, Value
+from .last_update import LastUpdate, stand_in
 from .plan import Access
 from .retained import Need, Retained, Retention
 from .state import ReverseState
@@ -31,6 +32,9 @@ class Availability:
     def value(self, ctx: BlockContext, v: Value) -> Value:
         """Primal value `v` as usable in the reverse of `ctx.block`."""
         st, b = self.st, self.st.b
+        update = st.last_updates.get(v)  # type: ignore[call-overload]
+        if update is not None and ctx.block in update.loop.blocks:
+            return self._since_last_update(ctx, update)
         access = st.plan.kind(v, ctx.block)
         if access is Access.DIRECT:
             return st.map(v)
@@ -65,6 +69,20 @@ class Availability:
             ctx.frame.append((st.map(v), out))
         ctx.memo[key] = out
         return out
+
+    def _since_last_update(self, ctx: BlockContext, update: LastUpdate) -> Value:
+        """The condition of a running max/min select, rebuilt from the iteration of the
+        loop's last update (`last_update.py`): taped once per run of the loop, not per
+        iteration."""
+        st = self.st
+        key = ("last update", id(update))
+        if key not in ctx.memo:
+            cond = stand_in(update, st.plan, st.counters[update.loop], st.vmap, st.fwd)
+            st.observe(Retained(Retention.RECOMPUTE, Need.VALUE, ctx.block, cond))
+            iteration, last = cond.operands
+            ctx.memo[key] = st.b.icmp(cond.predicate or "", self.value(ctx, iteration),
+                                      self.value(ctx, last), cond.name)
+        return ctx.memo[key]
 
     def _spill_slot(self, v: Instruction, fwd: Value) -> Instruction:
         """A value computed at most once (not in a loop) but not on every path to the return

@@ -16,7 +16,8 @@ RULES = (
     f"hoist: values invariant in the loops around the use ({SLOT} bytes per run of the "
     "outermost such loop, taped at its exits, read from a stack slot by its reverse)",
     f"tape: everything else: math-call results, loads of written memory, loop-carried "
-    f"values ({SLOT} bytes per execution of the block that needs it)",
+    f"values ({SLOT} bytes, an i1 one, an i32 or float four, per execution of the block that "
+    "needs it)",
     "loops whose trip count is known at entry and that push only in their own blocks "
     "reserve trips * frame bytes before they start: their pushes are plain stores",
 )

@@ -12,7 +12,7 @@ from ...ir.builder import Builder
 from ...ir.types import I64
 from ...ir.values import Block, const_int
 from .state import ReverseState
-from .tape import SLOT
+from .tape import frame_layout
 from .trips import TripCount, emit_trip_count, entry_trip_count
 
 
@@ -42,7 +42,8 @@ def reserve_tapes(st: ReverseState, loops: dict[Loop, TripCount]) -> None:
         b = Builder(fblock)
         b.position_before(fblock.terminator)
         trips = emit_trip_count(b, tc, st.map(tc.start), st.map(tc.bound))
-        frame = SLOT * sum(len(st.frames[blk]) for blk in unchecked_blocks(st, {loop: tc}))
+        frame = sum(frame_layout([v.type for v, _ in st.frames[blk]])[1]
+                    for blk in unchecked_blocks(st, {loop: tc}))
         need = b.mul(trips, const_int(I64, frame))
         cont = st.tape.reserve(fblock, need)
         retarget_phis(fblock, cont)

@@ -23,6 +23,7 @@ from ..signature import build_signature
 from ..spec import Activity, DiffSpec
 from .plan import InductionVariable, ReversePlan
 from .retained import Retained
+from .last_update import find_last_updates
 from .tape import Tape
 
 
@@ -74,6 +75,7 @@ class ReverseState:
                           if (t := blk.terminator) is not None and t.opcode == "ret"
                           and not is_exceptional_return(t)]
         self.plan = ReversePlan(self.primal, normal_returns)
+        self.last_updates = find_last_updates(self.plan, self.primal)   # running max/min
         self.entry = self.fn.add_block("entry")
         self.tape = Tape(module, self.fn, self.entry, parked=spec.split is None)
         # split mode: the shadow arrays allocated so far, for a state that dies unreversed

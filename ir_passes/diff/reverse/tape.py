@@ -1,9 +1,15 @@
-"""The tape: a growable stack of 8-byte slots holding values the reverse pass needs.
+"""The tape: a growable stack of frames holding values the reverse pass needs.
 
 Each primal block that needs taped values pushes them as one frame at the end of its forward
 execution; the reverse of that block pops the frame at its start. Blocks run backwards in
 the reverse pass, so frames come off in exactly the order they went on, whatever the control
 flow (loops with unknown trip counts, breaks, early returns).
+
+Slots are compact: an i1 takes one byte, an i32 or a float four, everything else eight
+(`slot_bytes`). A frame lays its values out largest first, so each sits at a multiple of its
+size from the frame's start, and takes exactly their total. Frames follow one another
+unpadded, so an access is aligned to min(its size, the largest power of two dividing every
+frame of the tape), which `fit` computes once the frames are known.
 
 State lives in three allocas (base, top, end) that LLVM promotes to registers; the stack
 grows by `realloc` in an out-of-line function. When the derivative returns (also on
@@ -16,7 +22,8 @@ large tapes. Parked buffers keep their capacity in their first 8 bytes; buffers 
 from __future__ import annotations
 
 from ...ir.builder import Builder, declare
-from ...ir.types import I8, I64, PTR, VOID, FunctionType, StructType, Type
+from ...ir.types import (I8, I64, PTR, VOID, FloatType, FunctionType, IntType, StructType, Type,
+                        size_of)
 from ...ir.values import (Block, Constant, Function, GlobalRef, Instruction, Module, Value,
                           const_int)
 
@@ -44,6 +51,7 @@ class Tape:
         self.end = b.alloca(PTR, f"{name}.end")
         _declare_globals(module)
         self.used = False
+        self.align = SLOT             # of every frame's start; see `fit`
         if not parked:
             for slot in (self.base, self.top, self.end):
                 b.store(Constant(PTR, "null"), slot)
@@ -55,6 +63,14 @@ class Tape:
         b.store(held, self.top)
         b.store(b.gep(I8, held, [capacity]), self.end)
 
+    def fit(self, frames: list[list[Type]]) -> None:
+        """Set the alignment frames start at from the types of every frame the tape holds
+        (before the first push or pop)."""
+        for types in frames:
+            size = frame_layout(types)[1]
+            if size:
+                self.align = min(self.align, size & -size)
+
     def push(self, block: Block, values: list[Value], checked: bool = True) -> Block:
         """Append a push of `values` at the end of `block` (before its terminator).
 
@@ -62,7 +78,7 @@ class Tape:
         `block` is in, see `reserve`): returns the block that now holds the terminator.
         """
         self.used = True
-        need = const_int(I64, SLOT * len(values))
+        need = const_int(I64, frame_layout([v.type for v in values])[1])
         if not checked:
             b = Builder(block)
             b.position_before(block.terminator)
@@ -110,19 +126,21 @@ class Tape:
         cont.append(term)
         return cont, at
 
-    @staticmethod
-    def _store_frame(b: Builder, at: Value, values: list[Value]) -> None:
-        for i, v in enumerate(values):
-            b.store(v, b.gep(I8, at, [const_int(I64, SLOT * i)]) if i else at)
+    def _store_frame(self, b: Builder, at: Value, values: list[Value]) -> None:
+        offsets = frame_layout([v.type for v in values])[0]
+        for v, offset in zip(values, offsets):
+            addr = b.gep(I8, at, [const_int(I64, offset)]) if offset else at
+            b.store(v, addr, align=min(self.align, slot_bytes(v.type)))
 
     def pop(self, b: Builder, values: list[Instruction]) -> None:
         """Emit the pop of one frame at `b`: `values` are pre-made loads, inserted here."""
+        offsets, size = frame_layout([v.type for v in values])
         top = b.load(PTR, self.top)
-        frame = b.gep(I8, top, [const_int(I64, -SLOT * len(values))])
+        frame = b.gep(I8, top, [const_int(I64, -size)])
         b.store(frame, self.top)
-        for i, load in enumerate(values):
-            addr = b.gep(I8, frame, [const_int(I64, SLOT * i)]) if i else frame
-            load.operands = [addr]
+        for load, offset in zip(values, offsets):
+            load.operands = [b.gep(I8, frame, [const_int(I64, offset)]) if offset else frame]
+            load.align = min(self.align, slot_bytes(load.type))
             b.insert(load)
 
     def release(self, b: Builder) -> None:
@@ -137,6 +155,24 @@ class Tape:
         if fn is None or fn.is_declaration:
             fn = _build_grow(self.module)
         return fn
+
+
+def slot_bytes(t: Type) -> int:
+    """Bytes a value of type `t` takes on the tape: an integer or float narrower than a slot
+    its allocation size (i1: one byte), anything else a full slot."""
+    if isinstance(t, (IntType, FloatType)) and size_of(t) < SLOT:
+        return size_of(t)
+    return SLOT
+
+
+def frame_layout(types: list[Type]) -> tuple[list[int], int]:
+    """The offset of each value in a frame of values of `types` (largest first, so each is
+    at a multiple of its size) and the frame's bytes."""
+    offsets, at = [0] * len(types), 0
+    for i in sorted(range(len(types)), key=lambda k: -slot_bytes(types[k])):
+        offsets[i] = at
+        at += slot_bytes(types[i])
+    return offsets, at
 
 
 def pop_placeholder(t: Type, name: str | None) -> Instruction:

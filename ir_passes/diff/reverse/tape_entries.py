@@ -30,10 +30,11 @@ class TapeEntry:
     loops: tuple[str, ...]        # enclosing loop headers, outermost first
     reason: str                   # what the reverse pass needs it for (a description)
     source: str | None            # Python "file:line" of the value, when known
+    slot_bytes: int = SLOT        # its size on the tape (`tape.slot_bytes`)
 
     @property
     def bytes_per_iteration(self) -> int:
-        return SLOT if self.kind is Retention.TAPE else 0
+        return self.slot_bytes if self.kind is Retention.TAPE else 0
 
 
 @dataclass(frozen=True)
@@ -62,11 +63,11 @@ class TapeReport:
         """Predecessor choices recomputed from a branch condition (`value`) instead of taped."""
         return tuple(e for e in self.entries if e.what is Need.CHOICE)
 
-    def slots_by_block(self) -> dict[str, int]:
-        """Tape slots pushed per execution of each block (compare `taped_slots`)."""
+    def bytes_by_block(self) -> dict[str, int]:
+        """Tape bytes pushed per execution of each block (compare `taped_bytes`)."""
         out: dict[str, int] = {}
         for e in self.taped:
-            out[e.block] = out.get(e.block, 0) + 1
+            out[e.block] = out.get(e.block, 0) + e.bytes_per_iteration
         return out
 
     def trips(self, header: str) -> Expr | None:

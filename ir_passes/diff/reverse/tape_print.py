@@ -24,8 +24,8 @@ def print_tape(report: TapeReport, sizes: Mapping[str, int] | None = None) -> st
                  _loc(l.source)) for l in report.loops]
         out += _table(rows)
     taped = report.taped
-    out.append(f"; taped ({len(taped)} value(s), {SLOT}-byte slots pushed at the end of the "
-               "block's forward execution):")
+    out.append(f"; taped ({len(taped)} value(s), {SLOT}-byte slots (i1: 1, i32/float: 4) pushed "
+               "at the end of the block's forward execution):")
     if taped:
         rows = [("value", "type", "block", "loop", "bytes/iter", "total bytes", "needed for",
                  "source")]

@@ -3,8 +3,9 @@
 `tape_report(module, spec)` runs the reverse synthesizer (`driver.synthesize_reverse`) on a
 copy of the module and listens to its observer, so the report is the synthesizer's own
 decisions, never a second opinion. Per (value, reverse block) the synthesizer reports:
-- "tape": an 8-byte slot pushed at the end of the block's forward execution, once per
-  execution of that block (so once per iteration of its enclosing loops);
+- "tape": a slot (8 bytes; an i1 one, an i32 or float four) pushed at the end of the block's
+  forward execution, once per execution of that block (so once per iteration of its
+  enclosing loops);
 - "spill": a value computed at most once (outside every loop) but not on every path to the
   return: one stack slot per call, stored after its forward definition;
 - "recompute": the instruction is cloned into the reverse block from available operands;
@@ -22,7 +23,7 @@ Sizes: a loop's trip count is derived symbolically from its latch's exit compare
 express (data-dependent exits, bounds depending on an outer loop's variable) print as `?`.
 A block that runs conditionally is counted on every iteration: totals are upper bounds.
 
-`taped_slots(derivative)` reads the tape pushes of a synthesized derivative back (from its
+`taped_bytes(derivative)` reads the tape pushes of a synthesized derivative back (from its
 calls to the tape's grow function): a check that the observer hears every push. The report
 is immutable; `print_tape` renders it for the IR inspection tool.
 """
@@ -42,17 +43,19 @@ from ..rules import lookup
 from ..rules.math import math_rule_name
 from ..rules.needs import rule_needs
 from ..spec import DiffSpec
+from .last_update import CONDITION_SUFFIX
 from .plan import ReversePlan
 from .driver import synthesize_reverse
 from .retained import Need, Retained, Retention
 from .tape import GROW_FUNCTION, RESERVED_PUSH, SLOT  # GROW_FUNCTION: to be renamed public in tape.py
+from .tape import slot_bytes
 from .tape_entries import LoopTrips, TapeEntry, TapeReport, resolve_sizes
 from .tape_print import print_tape
 from .tape_sizes import Expr
 from .tape_trips import TripCounts, size_symbols
 
 __all__ = ["Expr", "LoopTrips", "TapeEntry", "TapeReport", "print_tape", "resolve_sizes",
-           "tape_report", "taped_slots"]
+           "tape_report", "taped_bytes"]
 
 
 # ---------------------------------------------------------------- the report
@@ -127,8 +130,9 @@ class _Report:
             self._block_name(l.header) for l in self.plan.loops_containing(ev.block))
         source = self.diag.source(v) if isinstance(v, Instruction) and not self._synthetic(v) \
             else None
+        size = SLOT if ev.what is Need.SHADOW else slot_bytes(v.type)
         return TapeEntry(name, type_, ev.kind, ev.what, self._block_name(ev.block), loops,
-                         reason, source)
+                         reason, source, size)
 
     # ---- why the reverse of ev.block needs ev.value (a description, not a decision)
     def _reason(self, ev: Retained, served: list[Retained]) -> str:
@@ -144,6 +148,9 @@ class _Report:
         if ev.invariant_in is not None:
             return f"invariant in loop {self._block_name(ev.invariant_in.header)} " \
                 "(taped at its exit, read by its reverse)"
+        if self._synthetic(v) and (v.name or "").endswith(CONDITION_SUFFIX):
+            return f"condition %{(v.name or '')[:-len(CONDITION_SUFFIX)]} of a running " \
+                "max/min select, from the iteration of its last update"
         if self._synthetic(v):
             assert isinstance(v, Instruction) and v.block is not None
             what = "trip count of loop" if any(l.header is v.block for l in self.plan.loops) \
@@ -244,8 +251,8 @@ class _Report:
 
 # ---------------------------------------------------------------- cross-check
 
-def taped_slots(derivative: Function) -> dict[str, int]:
-    """Tape slots pushed per primal block by a synthesized derivative (from its grow calls
+def taped_bytes(derivative: Function) -> dict[str, int]:
+    """Tape bytes pushed per primal block by a synthesized derivative (from its grow calls
     and its unchecked pushes), keyed by block name ("" for unnamed blocks)."""
     out: dict[str, int] = {}
     suffix = ".tape.grow"
@@ -256,9 +263,9 @@ def taped_slots(derivative: Function) -> dict[str, int]:
                 need = inst.operands[-1]
                 if isinstance(need, ConstInt):
                     name = (block.name or "")[:-len(suffix)]
-                    out[name] = out.get(name, 0) + need.value // SLOT
+                    out[name] = out.get(name, 0) + need.value
             elif inst.opcode == "getelementptr" and inst.name == RESERVED_PUSH:   # unchecked
                 need = inst.operands[-1]
                 assert isinstance(need, ConstInt)
-                out[block.name or ""] = out.get(block.name or "", 0) + need.value // SLOT
+                out[block.name or ""] = out.get(block.name or "", 0) + need.value
     return out

@@ -1,8 +1,9 @@
 """Symbolic trip counts of the reverse plan's loops, for the tape report.
 
 A loop's trip count is derived from its latch's exit compare (`icmp pred iv[.next], bound`
-with a loop-invariant bound) in terms of parameter size names; None when it cannot be
-expressed (data-dependent exits, bounds depending on an outer loop's variable).
+with a loop-invariant bound, a `max(e, 0)` clamp of `range(e)` read as `e`) in terms of
+parameter size names; None when it cannot be expressed (data-dependent exits, bounds
+depending on an outer loop's variable).
 """
 from __future__ import annotations
 
@@ -84,12 +85,28 @@ class TripCounts:
             return None
         if v.opcode in ("sext", "zext", "trunc", "freeze"):
             return self._expr(v.operands[0], loop)
+        clamped = _clamped_at_zero(v)
+        if clamped is not None:
+            return self._expr(clamped, loop)
         if v.opcode in ("add", "sub", "mul"):
             x, y = (self._expr(o, loop) for o in v.operands)
             if x is None or y is None:
                 return None
             return x + y if v.opcode == "add" else x - y if v.opcode == "sub" else x * y
         return None
+
+
+def _clamped_at_zero(v: Instruction) -> Value | None:
+    """`e` of `max(e, 0)` as Numba bounds `range(e)` (`select c, 0, e` or `smax(e, 0)`): a
+    loop entered at all runs `e` times (the clamp only keeps it from being entered)."""
+    if v.opcode == "select":
+        arms = v.operands[1:]
+    elif v.opcode == "call" and (v.callee_name or "").startswith("llvm.smax."):
+        arms = v.operands[:2]
+    else:
+        return None
+    zero = [isinstance(a, ConstInt) and a.value == 0 for a in arms]
+    return arms[zero.index(False)] if sorted(zero) == [False, True] else None
 
 
 _INVERSE = {"eq": "ne", "ne": "eq", "slt": "sge", "sge": "slt", "sgt": "sle", "sle": "sgt",

@@ -16,7 +16,7 @@ from enzyme_py.inspection import (STAGES, InspectionError, inspect, inspection, 
                                   parse_types)
 from enzyme_py import cfg_files
 from ir_passes import pipeline
-from ir_passes.diff.reverse.tape_report import taped_slots
+from ir_passes.diff.reverse.tape_report import taped_bytes
 
 from . import samples
 from tests.support.filecheck import check
@@ -116,14 +116,14 @@ def test_tape_report_matches_the_synthesizer(fn, acts, argtypes):
     else:
         ins = inspection(fn, acts, types=argtypes)
     assert report_counts(ins.tape) == observed_counts(ins.target.canonical_text, ins.spec)
-    assert taped_slots(ins.derivative) == ins.tape.slots_by_block()
+    assert taped_bytes(ins.derivative) == ins.tape.bytes_by_block()
     assert "warning" not in ins.text("tape")
 
 
 def test_tape_stage_warns_when_the_derivative_pushes_more_than_reported(monkeypatch):
     ins = inspection(KERNELS_LL, "dup,dup,const", func="dot")
-    real = taped_slots(ins.derivative)
-    monkeypatch.setattr(pipeline, "taped_slots", lambda fn: {**real, "extra": 1})
+    real = taped_bytes(ins.derivative)
+    monkeypatch.setattr(pipeline, "taped_bytes", lambda fn: {**real, "extra": 1})
     assert "; warning: the synthesized derivative pushes" in ins.text("tape")
 
 
@@ -156,7 +156,7 @@ def test_tape(sin_sum):
         ; CHECK: ; tape of @{{.*}}sin_sum{{.*}} (reverse mode)
         ; CHECK: ; loops (trip count per entry):
         ; CHECK-NEXT: ;   [[LOOP:B[0-9]+]] depth 1 trips = n samples.py:11
-        ; CHECK: ; taped (2 value(s), 8-byte slots
+        ; CHECK: ; taped (2 value(s), 8-byte slots (i1: 1, i32/float: 4)
         ; CHECK: ;   [[SIN:%[^ ]+]] double [[LOOP]] [[LOOP]] 8 8 * n = 8000 operand 1 of fmul {{.*}} samples.py:12
         ; CHECK: ;   [[LOOP]].iter i64 {{B[0-9]+}}.loopexit - 8 8 trip count of loop [[LOOP]]
         ; CHECK: ; spilled (0 value(s)
@@ -206,7 +206,7 @@ def test_nested_loops_tape_total():
     check(text, """
         ; CHECK: trips = a.shape[0]
         ; CHECK: depth 2 in {{B[0-9.a-z]+}} trips = a.shape[1]
-        ; CHECK: total tape per call: 16 * a.shape[0] + 8 = 168 bytes
+        ; CHECK: total tape per call: 12 * a.shape[0] + 8 = 128 bytes
     """)
 
 

@@ -8,7 +8,7 @@ import pytest
 from ir_passes.diff.reverse.driver import synthesize_reverse
 from ir_passes.diff.reverse.retained import Need, Retained, Retention
 from ir_passes.diff.reverse.tape_report import (Expr, TapeReport, print_tape, tape_report,
-                                                taped_slots)
+                                                taped_bytes)
 from ir_passes.diff.spec import Activity, DiffSpec, ParamSpec
 from ir_passes.ir.parser import parse_module
 from ir_passes.ir.printer import print_module
@@ -98,7 +98,7 @@ def test_report_is_what_the_observer_saw(fn):
     report = tape_report(module, SPECS[fn])
     assert print_module(module) == before
     assert report_counts(report) == observed_counts(before, SPECS[fn])
-    assert taped_slots(synthesize_reverse(module, SPECS[fn])) == report.slots_by_block()
+    assert taped_bytes(synthesize_reverse(module, SPECS[fn])) == report.bytes_by_block()
 
 
 def test_value_computed_once_is_spilled_and_if_else_choice_recomputed():
