@@ -1,8 +1,9 @@
 """Allocations per call of derivatives in steady state, printed as JSON; run by
 tests/test_kept_memory.py in a subprocess with `malloc_counter.c` preloaded.
 
-For each case (a kernel and a mode: reverse, forward, vector forward): libc allocations (the preloaded counter) and NRT allocations (Numba's
-statistics: raw buffers and array owners) per call, from Python and from an `@njit` loop,
+For each case (a kernel and a mode: reverse, forward, vector forward, split): libc
+allocations (the preloaded counter) and NRT allocations (Numba's statistics: raw buffers and
+array owners) per call (in split mode: per forward and reverse half), from Python and from an `@njit` loop,
 after a first call with the same sizes. Numba itself allocates to pass arrays in (from Python
 per call, into the loop once): the probe subtracts what an `@njit` function with the same
 signature that does nothing costs, and what entering the loop costs.
@@ -83,6 +84,8 @@ CASES = {
                          {"mode": "forward", "width": WIDTH}),
     "vector_expression": (expression_out, _REVERSE + ("dup",),
                           {"mode": "forward", "width": WIDTH}),
+    "split_residual": (residual_cubes, _REVERSE, {"mode": "split"}),
+    "split_temporary": (with_temporary, _REVERSE, {"mode": "split"}),
 }
 
 
@@ -117,6 +120,16 @@ def _minus(a: dict, b: dict) -> dict:
     return {k: (a[k] - b[k]) / CALLS for k in a}
 
 
+def _both_halves(fwd, rev):
+    """`@njit`: the forward half, then the reverse half with the tape it returned."""
+    @numba.njit
+    def both(x, dx, A, b):
+        _, tape = fwd(x, dx, A, b)
+        rev(x, dx, A, b, 1.0, tape)
+    both.release = fwd.release
+    return both
+
+
 def _nothing(arity: int):
     """An `@njit` function of `arity` parameters doing nothing (star arguments cost an
     allocation more to pass from Python)."""
@@ -131,7 +144,8 @@ def probe(name: str, read) -> dict:
     cost of passing arrays in subtracted), `after_release` the first calls after
     `release()` (in all, not per call)."""
     fn, acts, kw = CASES[name]
-    d = derive_diff(fn, None, acts, **kw)
+    d = _both_halves(*derive_diff(fn, None, acts, **kw)) if kw.get("mode") == "split" \
+        else derive_diff(fn, None, acts, **kw)
 
     @numba.njit
     def loop(n, *args):
