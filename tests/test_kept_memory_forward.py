@@ -145,3 +145,24 @@ def test_release_frees_the_kept_temporary_and_its_shadow(name):
     tangents = args[5][:, 0] if mode else got[1]
     np.testing.assert_allclose(tangents, np.atleast_2d(tx) @ cubes_gradient(x, A, b),
                                rtol=1e-12)
+
+
+def test_a_forward_derivative_keeping_temporaries_is_differentiated_again():
+    """Captured to be differentiated (reverse or forward over forward), a forward derivative
+    allocates its temporaries afresh each call (`tape_captured.py`): exact Hessian products."""
+    from tests.test_second_order import X, differences_energy_hessian, temporary_energy
+    fwd = derive_diff(temporary_energy, "fwd_kept_energy", ("dup", "const"), mode="forward")
+
+    @numba.njit
+    def directional(x, v, w):
+        return fwd(x, v, w)[1]
+    w, v, u = 0.7, np.array([1.0, 2.0, 3.0, 4.0]), np.array([0.3, 0.1, -0.5, 0.2])
+    H = differences_energy_hessian(X, w)
+    acts = ("dup", "const", "const")
+    rev_over, fwd_over = (derive_diff(directional, None, acts, mode=mode)
+                          for mode in ("reverse", "forward"))
+    for _ in range(2):                                  # the second call: nothing kept
+        dx = np.zeros(4)
+        rev_over(X, dx, v, w)
+        np.testing.assert_allclose(dx, H @ v, rtol=1e-12)
+        assert fwd_over(X, u, v, w)[1] == pytest.approx(u @ H @ v, rel=1e-12)

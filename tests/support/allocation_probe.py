@@ -3,8 +3,8 @@ tests/test_kept_memory.py in a subprocess with `malloc_counter.c` preloaded.
 
 For each case (a kernel and a mode: reverse, forward, vector forward, split): libc
 allocations (the preloaded counter) and NRT allocations (Numba's statistics: raw buffers and
-array owners) per call (in split mode: per forward and reverse half), from Python and from an `@njit` loop,
-after a first call with the same sizes. Numba itself allocates to pass arrays in (from Python
+array owners) per call (in split mode: per forward and reverse half), from Python and from an
+`@njit` loop, after a first call with the same sizes. Numba itself allocates to pass arrays in (from Python
 per call, into the loop once): the probe subtracts what an `@njit` function with the same
 signature that does nothing costs, and what entering the loop costs.
 """
