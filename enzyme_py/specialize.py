@@ -248,6 +248,8 @@ class Specializer:
         for entry in list(self._derived.values()):
             if isinstance(entry, Built):
                 call_if_compiled(release_symbol(entry.symbol))
+            elif isinstance(entry, SplitBuilt):
+                call_if_compiled(release_symbol(entry.forward.symbol))
 
     # ------------------------------------------------------------ inspection
     def inspect(self, stage: str = "derivative") -> str:

@@ -1,5 +1,6 @@
 """Memory kept between calls (API.md; issue 11, item 2): a reverse derivative keeps its tape,
-its temporaries and their shadows, so that after a first call with given sizes a call
+its temporaries and their shadows (forward derivatives their temporaries and shadows,
+tests/test_kept_memory_forward.py), so that after a first call with given sizes a call
 allocates nothing, through Numba's runtime or libc, from Python or from `@njit` code; calls
 from several threads stay correct; `df.release()` frees what is kept."""
 import functools
@@ -17,7 +18,7 @@ import pytest
 from numba.core.runtime import _nrt_python, rtsys
 
 from enzyme_py import derive_diff
-from tests.support.allocation_probe import residual_cubes, with_temporary
+from tests.support.allocation_probe import CALLS, CASES, residual_cubes, with_temporary
 from tests.support.paths import ROOT
 
 # One worker runs the whole module: the probe subprocess (a fresh Numba compiling its
@@ -70,18 +71,25 @@ def probed(tmp_path_factory):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize("kernel", ["residual_cubes", "with_temporary"])
-def test_no_allocation_per_call_in_steady_state(probed, kernel):
+@pytest.mark.parametrize("case", list(CASES))
+def test_no_allocation_per_call_in_steady_state(probed, case):
     """From Python (beyond what Numba costs to pass the arrays in) and from an `@njit` loop:
-    neither libc nor NRT allocations. After `release()` the first calls allocate again
-    (the tape; the temporary and its shadow), which shows the counters count."""
-    nothing = {"libc": 0.0, "nrt": 0.0, "nrt_owners": 0.0}
-    assert probed[kernel]["python"] == nothing
-    assert probed[kernel]["njit"] == nothing
-    again = probed[kernel]["after_release"]
-    assert again["libc"] >= 1                                  # the tape
-    if kernel == "with_temporary":
-        assert again["nrt_owners"] == 2 and again["libc"] >= 3  # the temporary, its shadow
+    neither libc nor NRT allocations, in reverse, forward and vector forward mode; in split
+    mode only the tape object. After `release()` the first calls allocate again (a reverse or
+    split derivative's tape buffer; the temporary and its shadow), which shows the counters
+    count."""
+    mode = CASES[case][2].get("mode", "reverse")
+    steady = {"libc": 0.0, "nrt": 0.0, "nrt_owners": 0.0}
+    if mode == "split":     # the tape object `fwd` returns (its state array and its box) and,
+        #                     with a temporary, the list of what the state releases unreversed
+        steady = {"libc": 2.0 + (case == "split_temporary"), "nrt": 2.0, "nrt_owners": 2.0}
+    assert probed[case]["python"] == steady
+    assert probed[case]["njit"] == steady
+    again = {k: n - CALLS * steady[k] for k, n in probed[case]["after_release"].items()}
+    tape = mode in ("reverse", "split")
+    temporaries = 0 if case in ("residual_cubes", "split_residual") else 2
+    assert again["nrt_owners"] == temporaries
+    assert again["libc"] >= tape + temporaries
 
 
 def test_release_frees_what_is_kept_and_later_calls_allocate_again():

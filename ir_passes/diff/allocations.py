@@ -14,7 +14,7 @@ from ..analysis.activity import ActivityInfo
 from ..analysis.pointer_stores import never_reloaded
 from ..diagnostics import Diagnostics
 from ..ir.types import ArrayType, StructType, Type, VectorType
-from ..ir.values import Function, Instruction, Value
+from ..ir.values import Constant, Function, Instruction, Value
 from ..known.memory import is_tape_memory, pointer_base
 from ..known.model import Role, role_of
 
@@ -42,10 +42,11 @@ def shadowed_allocations(fn: Function, info: ActivityInfo, diag: Diagnostics,
 
 def returns_memory(fn: Function, retptr: Value | None) -> bool:
     """Whether `fn` stores a pointer (an array, say) into its return slot `retptr`: memory it
-    allocates may then outlive the call."""
+    allocates may then outlive the call. A constant (None's null) is no memory."""
     return retptr is not None and any(
         inst.opcode == "store" and pointer_base(inst.operands[1]) is retptr
-        and _holds_pointer(inst.operands[0].type) for inst in fn.instructions())
+        and _holds_pointer(inst.operands[0].type) and not isinstance(inst.operands[0], Constant)
+        for inst in fn.instructions())
 
 
 def _holds_pointer(t: Type) -> bool:

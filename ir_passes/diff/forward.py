@@ -34,9 +34,11 @@ from .common import (addresses_nothing, check_pointer_to_int, check_reinterpreta
                      refuse_known_problem_calls, rule_for, scale, unknown_shadow_pointer)
 from .callees import called_definition, hidden_shadows, not_inlined_callees
 from .forward_calls import forward_call, touches_derivatives
+from .forward_kept import KeptAllocations
 from .forward_returns import complete_tangent
 from .lanes import gather, lane_pointers, vector_of
 from .lanes import lane as lane_of
+from .reverse.parked_shadows import emit_release_all, release_symbol
 from .returns import pack_results, release_arrays, return_slot
 from .taped_pointers import (is_taped_pointer_load, is_taped_pointer_store, reads_taped_shadows,
                              taped_shadow, vector_mode_error)
@@ -51,6 +53,7 @@ def synthesize_forward(module: Module, spec: DiffSpec) -> Function:
     """Add the forward-mode derivative described by `spec` to `module` and return it."""
     fn = _Forward(module, spec).run()
     module.add_function(fn)
+    emit_release_all(module, release_symbol(fn.name))
     return fn
 
 
@@ -89,6 +92,7 @@ class _Forward:
         self.meminfo_shadows: dict[Value, Value] = {}
         self.meminfo_phis: list[tuple[Instruction, Instruction]] = []
         self.alloc_sizes: dict[Value, Value] = {}
+        self.kept = KeptAllocations(self)
         entry = self.fn.add_block("entry")
         order = reverse_post_order(self.primal)
         for block in order:
@@ -166,6 +170,8 @@ class _Forward:
             return self._return(inst)
         if inst.opcode == "call" and (callee := called_definition(self.module, inst)):
             return forward_call(self, inst, callee, _Forward)
+        if inst in self.allocs and self.kept.keeps(inst):
+            return self._kept_allocation(inst)
         clone = self.b.insert(clone_instruction(inst, self._map, self.blocks.__getitem__))
         self.vmap[inst] = clone
         if inst in self.allocs:
@@ -272,6 +278,12 @@ class _Forward:
         size, align = (self._map(op) for op in inst.operands)
         total = size if self.width == 1 else b.mul(size, const_int(I64, self.width))
         self.meminfo_shadows[inst] = allocate_shadow(b, self.module, total, align)[0]
+        self.alloc_sizes[inst] = size
+
+    def _kept_allocation(self, inst: Instruction) -> None:
+        """An allocation and its shadow kept between calls (`forward_kept.py`)."""
+        size, align = (self._map(op) for op in inst.operands)
+        self.vmap[inst], self.meminfo_shadows[inst] = self.kept.take(self.b, size, align)
         self.alloc_sizes[inst] = size
 
     def _meminfo_shadow(self, meminfo: Value) -> Value:
@@ -463,6 +475,7 @@ class _Forward:
                     self._write_tangent_lanes(shadow)
                     results = value if keep else None
         pack_results(b, self.sig.retptr, spec.ret_type, results, self.diag)
+        self.kept.park_all(b)
         b.ret(self._map(inst.operands[0]))
 
     def _write_tangent_lanes(self, lanes: Value) -> None:

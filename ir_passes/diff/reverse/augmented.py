@@ -47,6 +47,9 @@ class AugmentedForward:
                 continue
             if inst in st.allocs and st.keeps_allocations and st.plan.executes_once(block):
                 self._kept_allocation(inst)
+                if st.owned is not None:    # split mode: released if the state dies unreversed
+                    st.owned_pushes.setdefault(block, []).extend(
+                        [st.vmap[inst], st.fshadow[inst]])
                 check_forward(st, inst)
                 continue
             clone = b.insert(clone_instruction(inst, st.map, st.fwd.__getitem__))

@@ -18,6 +18,8 @@ owned by the front end's runtime (the HANDLE_DTOR, HANDLE_DATA, INCREF and DECRE
 the values. Its destructor frees what only the reverse part would have freed (the tape, the
 shadow arrays on the owned list, the returned arrays' references) when the reverse never ran.
 Addresses of F's own stack frame cannot cross the cut: such a derivative is refused.
+F takes the tape buffer the last R parked (`tape.take_parked`), so the tape is kept between
+calls as in reverse mode; a state that dies unreversed frees it.
 """
 from __future__ import annotations
 
@@ -33,6 +35,7 @@ from ...known.memory import pointer_base
 from ...known.array_layout import MEMINFO
 from ...known.model import Role, runtime_call
 from .state import ReverseState
+from .tape import take_parked
 
 # Numba's struct for a 1-d C array: {meminfo, parent, nitems, itemsize, data, shape, strides}
 STATE_ARRAY = StructType((PTR, PTR, I64, I64, PTR, ArrayType(1, I64), ArrayType(1, I64)))
@@ -170,6 +173,9 @@ def _forward(module: Module, st: ReverseState, blocks: list[Block], layout: Stat
     for inst in st.entry.instructions[:-1]:
         vmap[inst] = entry.append(clone_instruction(inst, lambda v: vmap.get(v, v),
                                                     lambda b: b))
+    tape = (st.tape.base, st.tape.top, st.tape.end)
+    if all(layout.slot_offset(slot) is not None for slot in (tape[0], tape[2])):
+        take_parked(Builder(entry), *(vmap[slot] for slot in tape))  # R parks it again
     first = st.entry.terminator.operands[0]   # type: ignore[union-attr]
     Builder(entry).br(first)  # type: ignore[arg-type]
     moved = [b for b in blocks if b is not st.entry]

@@ -83,8 +83,7 @@ class ReverseState:
                       if spec.split else None)
         self.owned_pushes: dict[Block, list[Value]] = {}
         # allocations kept between calls -> slots of the primal array and of its shadow
-        self.keeps_allocations = spec.split is None and not returns_memory(self.primal,
-                                                                           self.retptr)
+        self.keeps_allocations = not returns_memory(self.primal, self.retptr)
         self.kept_allocations: dict[Instruction, tuple[GlobalRef, GlobalRef]] = {}
         self.kept: dict[Instruction, list[Value]] = {}   # call -> arrays kept alive
         self.slot_ptr = self._setup_entry()
@@ -116,10 +115,11 @@ class ReverseState:
         return slot_ptr
 
     def release_tapes(self, b: Builder) -> None:
-        """Free the tape (and in split mode the list of shadow arrays) at `b`."""
-        self.tape.release(b)
+        """Park the tape (in split mode, after the list of shadow arrays: the tape's buffer
+        stays parked for the next forward half) at `b`."""
         if self.owned is not None:
             self.owned.release(b)
+        self.tape.release(b)
 
     def alloca(self, t: Type, name: str) -> Instruction:
         """An alloca in the entry block (kept before the entry's eventual terminator)."""

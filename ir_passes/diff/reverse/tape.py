@@ -42,7 +42,7 @@ class Tape:
     def __init__(self, module: Module, fn: Function, entry: Block, name: str = "tape",
                  parked: bool = True) -> None:
         """`parked=False`: start empty instead of taking the parked buffer (split mode, whose
-        reverse half runs the entry again)."""
+        reverse half runs the entry again: its forward half takes it, `take_parked`)."""
         self.module = module
         self.fn = fn
         b = Builder(entry)
@@ -56,12 +56,7 @@ class Tape:
             for slot in (self.base, self.top, self.end):
                 b.store(Constant(PTR, "null"), slot)
             return
-        held = exchange(b, GlobalRef(PARKED), Constant(PTR, "null"), "tape.parked", "acquire")
-        empty = b.icmp("eq", held, Constant(PTR, "null"))
-        capacity = b.load(I64, b.select(empty, GlobalRef(_NO_CAPACITY), held))
-        b.store(held, self.base)
-        b.store(held, self.top)
-        b.store(b.gep(I8, held, [capacity]), self.end)
+        take_parked(b, self.base, self.top, self.end)
 
     def fit(self, frames: list[list[Type]]) -> None:
         """Set the alignment frames start at from the types of every frame the tape holds
@@ -173,6 +168,17 @@ def frame_layout(types: list[Type]) -> tuple[list[int], int]:
         offsets[i] = at
         at += slot_bytes(types[i])
     return offsets, at
+
+
+def take_parked(b: Builder, base: Value, top: Value, end: Value) -> None:
+    """Start a tape in the stack slots `base`, `top`, `end` with the parked buffer, taken by
+    an atomic exchange (empty, of capacity 0, when none is parked)."""
+    held = exchange(b, GlobalRef(PARKED), Constant(PTR, "null"), "tape.parked", "acquire")
+    empty = b.icmp("eq", held, Constant(PTR, "null"))
+    capacity = b.load(I64, b.select(empty, GlobalRef(_NO_CAPACITY), held))
+    b.store(held, base)
+    b.store(held, top)
+    b.store(b.gep(I8, held, [capacity]), end)
 
 
 def pop_placeholder(t: Type, name: str | None) -> Instruction:

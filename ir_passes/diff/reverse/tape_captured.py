@@ -34,7 +34,7 @@ from .tape import _STATE, GROW_FUNCTION, PARKED, RELEASE_FUNCTION, SLOT, _umax
 def differentiable_tapes(text: str) -> str:
     """`text` (a module's LLVM IR) with its derivatives' tapes made differentiable; other
     modules are returned unchanged."""
-    if PARKED not in text and GROW_FUNCTION not in text:
+    if PARKED not in text and GROW_FUNCTION not in text and TAKE_FUNCTION not in text:
         return text
     module = parse_module(text)
     for fn in list(module.functions.values()):
