@@ -74,9 +74,11 @@ register(
     KnownCall("NRT_Allocate", fresh=True, role=Role.RAW_ALLOC),
     KnownCall("NRT_Free", role=Role.RAW_FREE),
     KnownCall("numba_attempt_nocopy_reshape", pointer_neutral=True),
-    # The data of a list's owner (e.g. of an error message's strings), grown in place: only
-    # the runtime's own header is written; the data returned is the owner's, not an argument.
-    KnownCall("NRT_MemInfo_varsize_realloc", fresh=True, pointer_neutral=True, writes=()),
+    # A list's storage (reflected lists: np.extract, np.unique, ...), grown in place: only the
+    # runtime's own header is written; the data returned is the owner's, not an argument.
+    KnownCall("NRT_MemInfo_new_varsize_dtor", fresh=True, role=Role.HANDLE_VARSIZE),
+    KnownCall("NRT_MemInfo_varsize_realloc", fresh=True, pointer_neutral=True, writes=(),
+              role=Role.VARSIZE_REALLOC),
     DOT_RECORD, GEMV_RECORD, GEMM_RECORD, NRM2_RECORD, GESV_RECORD, GETRF_RECORD, GETRI_RECORD,
     POTRF_RECORD, EVD_RECORD, SVD_RECORD,
     *(KnownCall(name, problem=CallProblem(*text)) for name, text in _NOT_YET.items()),
