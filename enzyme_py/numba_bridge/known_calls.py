@@ -13,8 +13,11 @@ which gives C's heap memory the same raw-buffer shadows.
   `numba_xxgemm` (`blas_level2_3.py`) and the norm `numba_xxnrm2` (`blas_norm.py`),
   differentiable; so are the LAPACK helpers of solve, inv, det and slogdet (`lapack_lu.py`)
   cholesky (`lapack_cholesky.py`), eigh (`lapack_eigh.py`) and the thin svd (`lapack_svd.py`);
-  the other LAPACK helpers, typed containers and Python object operations are known
-  problems.
+  the other LAPACK helpers, typed containers (`numba.typed.List`, `Dict`) and Python object
+  operations are known problems.
+* A reflected list's storage: `NRT_MemInfo_new_varsize_dtor` makes it, `NRT_MemInfo_varsize_
+  realloc` resizes it (roles HANDLE_VARSIZE, VARSIZE_REALLOC: the pass gives a list of floats
+  a shadow resized with it).
 """
 from __future__ import annotations
 
@@ -51,13 +54,17 @@ _PYTHON_PROBLEM = CallProblem(
     "Python object operation ('{name}', e.g. from print()) on active values",
     "remove the print() (or other object use) from the differentiated function: print the "
     "values in its caller")
-_CONTAINERS = {"numba_dict_": "dict", "numba_list_": "typed list"}
+_CONTAINERS = {
+    "numba_dict_": ("dict", "Python containers are not differentiable: keep active values in "
+                            "NumPy arrays (np.empty), not in a dict"),
+    "numba_list_": ("typed list", "numba.typed.List is not differentiable yet: keep active "
+                                  "values in NumPy arrays (np.empty) or in a plain list of "
+                                  "floats ([] and append), not in a typed list"),
+}
 
 
-def _container_problem(kind: str) -> CallProblem:
-    return CallProblem(f"Python {kind} operation ('{{name}}') on active values",
-                       "Python containers are not differentiable: keep active values in NumPy "
-                       f"arrays (np.empty), not in a {kind}")
+def _container_problem(kind: str, hint: str) -> CallProblem:
+    return CallProblem(f"Python {kind} operation ('{{name}}') on active values", hint)
 
 
 register(
@@ -83,6 +90,6 @@ register(
     POTRF_RECORD, EVD_RECORD, SVD_RECORD,
     *(KnownCall(name, problem=CallProblem(*text)) for name, text in _NOT_YET.items()),
     *(KnownCall(prefix, prefix=True, problem=_PYTHON_PROBLEM) for prefix in _PYTHON_API),
-    *(KnownCall(prefix, prefix=True, problem=_container_problem(kind))
-      for prefix, kind in _CONTAINERS.items()),
+    *(KnownCall(prefix, prefix=True, problem=_container_problem(*text))
+      for prefix, text in _CONTAINERS.items()),
 )
