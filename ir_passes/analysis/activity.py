@@ -91,14 +91,16 @@ def analyze_activity(fn: Function, varied_args: set[Argument], shadowed_args: se
 
 def _growable_header_numbers(fn: Function) -> set[Instruction]:
     """Integers loaded from growable memory (a list's storage, role HANDLE_VARSIZE) and used
-    as numbers: its header's lengths, which have no derivative. (Only stored, an integer
-    load may copy bytes of floats and stays varied.)"""
+    as numbers: its header's lengths, which have no derivative. (Only stored or reinterpreted,
+    an integer load may be bytes of floats and stays varied.)"""
     loads = [inst for inst in fn.instructions() if inst.opcode == "load"
              and isinstance(inst.type, IntType) and _in_growable_memory(inst.operands[0])]
     if not loads:
         return set()
     used = {op for u in fn.instructions() if u.opcode != "store" for op in u.operands}
-    return {inst for inst in loads if inst in used}
+    reinterpreted = {op for u in fn.instructions() if u.opcode in ("bitcast", "inttoptr")
+                     for op in u.operands}
+    return {inst for inst in loads if inst in used and inst not in reinterpreted}
 
 
 def _in_growable_memory(ptr: Value) -> bool:

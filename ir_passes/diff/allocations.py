@@ -48,7 +48,8 @@ def _check_growable(owner: Instruction, diag: Diagnostics) -> None:
     of a list of arrays or other owners)."""
     dtor = pointer_base(owner.operands[1])
     body = diag.module.functions.get(dtor.name or "") if isinstance(dtor, GlobalRef) else None
-    if body is not None and not body.is_declaration and not any(i.opcode == "call" for i in body.instructions()):
+    if body is not None and not body.is_declaration \
+            and not any(i.opcode == "call" for i in body.instructions()):
         return
     raise diag.unsupported(
         f"a list of arrays (or of other owned values) holding active values "
