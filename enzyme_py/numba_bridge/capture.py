@@ -60,6 +60,7 @@ from ir_passes.known.calls import describe_symbol
 
 from .complex_power import define_complex_power
 from .custom_calls import opaque_symbols
+from .noinline import explicitly_noinline
 from .link import llvm_abi
 from .recompile import Unrecoverable, recompile
 from .origins import tag_origins
@@ -394,11 +395,13 @@ def _link_libraries(libraries, primal: str, linked, primal_text, kept=frozenset(
 
 def _inline_callees(module: llvm.ModuleRef, primal: str, opaque: set[str]) -> None:
     """Inline every callee into the primal, except functions with user rules (`opaque`)
-    and those marked noinline. Functions left over are made internal: noinline ones,
-    recursive ones (the pass differentiates both as functions of their own), and ones only
-    referenced by address (exception-argument unwrappers, container destructors)."""
+    and those marked noinline (in LLVM, or `@njit(inline="never")` written out). Functions
+    left over are made internal: noinline ones, recursive ones (the pass differentiates both
+    as functions of their own), and ones only referenced by address (exception-argument
+    unwrappers, container destructors)."""
     never_inline = {fn.name for fn in module.functions
-                    if fn.name in opaque or any(b"noinline" in a for a in fn.attributes)}
+                    if fn.name in opaque or any(b"noinline" in a for a in fn.attributes)
+                    or not fn.is_declaration and explicitly_noinline(fn.name)}
     for fn in module.functions:
         if not fn.is_declaration and fn.name != primal and fn.name not in never_inline:
             fn.add_function_attribute("alwaysinline")

@@ -13,8 +13,11 @@ which gives C's heap memory the same raw-buffer shadows.
   `numba_xxgemm` (`blas_level2_3.py`) and the norm `numba_xxnrm2` (`blas_norm.py`),
   differentiable; so are the LAPACK helpers of solve, inv, det and slogdet (`lapack_lu.py`)
   cholesky (`lapack_cholesky.py`), eigh (`lapack_eigh.py`) and the thin svd (`lapack_svd.py`);
-  the other LAPACK helpers, typed containers and Python object operations are known
-  problems.
+  the other LAPACK helpers, typed containers (`numba.typed.List`, `Dict`) and Python object
+  operations are known problems.
+* A reflected list's storage: `NRT_MemInfo_new_varsize_dtor` makes it, `NRT_MemInfo_varsize_
+  realloc` resizes it (roles HANDLE_VARSIZE, VARSIZE_REALLOC: the pass gives a list of floats
+  a shadow resized with it).
 """
 from __future__ import annotations
 
@@ -51,13 +54,17 @@ _PYTHON_PROBLEM = CallProblem(
     "Python object operation ('{name}') on active values",
     "keep Python objects out of the differentiated function (print() of float values is "
     "supported): work on the values in its caller")
-_CONTAINERS = {"numba_dict_": "dict", "numba_list_": "typed list"}
+_CONTAINERS = {
+    "numba_dict_": ("dict", "Python containers are not differentiable: keep active values in "
+                            "NumPy arrays (np.empty), not in a dict"),
+    "numba_list_": ("typed list", "numba.typed.List is not differentiable yet: keep active "
+                                  "values in NumPy arrays (np.empty) or in a plain list of "
+                                  "floats ([] and append), not in a typed list"),
+}
 
 
-def _container_problem(kind: str) -> CallProblem:
-    return CallProblem(f"Python {kind} operation ('{{name}}') on active values",
-                       "Python containers are not differentiable: keep active values in NumPy "
-                       f"arrays (np.empty), not in a {kind}")
+def _container_problem(kind: str, hint: str) -> CallProblem:
+    return CallProblem(f"Python {kind} operation ('{{name}}') on active values", hint)
 
 
 register(
@@ -74,13 +81,15 @@ register(
     KnownCall("NRT_Allocate", fresh=True, role=Role.RAW_ALLOC),
     KnownCall("NRT_Free", role=Role.RAW_FREE),
     KnownCall("numba_attempt_nocopy_reshape", pointer_neutral=True),
-    # The data of a list's owner (e.g. of an error message's strings), grown in place: only
-    # the runtime's own header is written; the data returned is the owner's, not an argument.
-    KnownCall("NRT_MemInfo_varsize_realloc", fresh=True, pointer_neutral=True, writes=()),
+    # A list's storage (reflected lists: np.extract, np.unique, ...), grown in place: only the
+    # runtime's own header is written; the data returned is the owner's, not an argument.
+    KnownCall("NRT_MemInfo_new_varsize_dtor", fresh=True, role=Role.HANDLE_VARSIZE),
+    KnownCall("NRT_MemInfo_varsize_realloc", fresh=True, pointer_neutral=True, writes=(),
+              role=Role.VARSIZE_REALLOC),
     DOT_RECORD, GEMV_RECORD, GEMM_RECORD, NRM2_RECORD, GESV_RECORD, GETRF_RECORD, GETRI_RECORD,
     POTRF_RECORD, EVD_RECORD, SVD_RECORD,
     *(KnownCall(name, problem=CallProblem(*text)) for name, text in _NOT_YET.items()),
     *(KnownCall(prefix, prefix=True, problem=_PYTHON_PROBLEM) for prefix in _PYTHON_API),
-    *(KnownCall(prefix, prefix=True, problem=_container_problem(kind))
-      for prefix, kind in _CONTAINERS.items()),
+    *(KnownCall(prefix, prefix=True, problem=_container_problem(*text))
+      for prefix, text in _CONTAINERS.items()),
 )

@@ -64,13 +64,15 @@ def analyze_activity(fn: Function, varied_args: set[Argument], shadowed_args: se
     varied: set[Value] = set(varied_args)
     shadowed: set[Value] = set(shadowed_args)
     stores = PointerStores(fn, callees)
-    numbers = tape_numbers(fn)
+    numbers = tape_numbers(fn) | _growable_header_numbers(fn)
+    same_owner = _data_pointers_by_owner(fn)
     changed = True
     while changed:
         changed = False
         for inst in fn.instructions():
             if is_pointer_like(inst.type):
-                if inst not in shadowed and _derives_shadowed(inst, shadowed, stores):
+                if inst not in shadowed and (_derives_shadowed(inst, shadowed, stores) or any(
+                        d in shadowed for d in same_owner.get(inst, ()))):
                     shadowed.add(inst)
                     changed = True
             elif inst not in varied and inst not in numbers \
@@ -86,6 +88,37 @@ def analyze_activity(fn: Function, varied_args: set[Argument], shadowed_args: se
             changed |= stores.record(inst, shadowed)
     useful = _useful(fn, varied, shadowed)
     return ActivityInfo(frozenset(varied), frozenset(useful), frozenset(shadowed))
+
+
+def _growable_header_numbers(fn: Function) -> set[Instruction]:
+    """Integers loaded from growable memory (a list's storage, role HANDLE_VARSIZE) and used
+    as numbers: its header's lengths, which have no derivative. (Only stored or reinterpreted,
+    an integer load may be bytes of floats and stays varied.)"""
+    loads = [inst for inst in fn.instructions() if inst.opcode == "load"
+             and isinstance(inst.type, IntType) and _in_growable_memory(inst.operands[0])]
+    if not loads:
+        return set()
+    used = {op for u in fn.instructions() if u.opcode != "store" for op in u.operands}
+    reinterpreted = {op for u in fn.instructions() if u.opcode in ("bitcast", "inttoptr")
+                     for op in u.operands}
+    return {inst for inst in loads if inst in used and inst not in reinterpreted}
+
+
+def _in_growable_memory(ptr: Value) -> bool:
+    bases = pointer_bases(ptr)
+    return bool(bases) and all(role_of(b) is Role.HANDLE_DATA
+                               and role_of(b.operands[0]) is Role.HANDLE_VARSIZE  # type: ignore
+                               for b in bases)
+
+
+def _data_pointers_by_owner(fn: Function) -> dict[Value, list[Instruction]]:
+    """Each data-pointer call (role HANDLE_DATA) -> the others asking the same owner: they
+    address the same memory (a list's storage is asked again after each access)."""
+    by_owner: dict[Value, list[Instruction]] = {}
+    for inst in fn.instructions():
+        if role_of(inst) is Role.HANDLE_DATA:
+            by_owner.setdefault(inst.operands[0], []).append(inst)
+    return {d: calls for calls in by_owner.values() if len(calls) > 1 for d in calls}
 
 
 def tape_numbers(fn: Function) -> set[Instruction]:

@@ -102,7 +102,7 @@ def local_memory(ptr: Value) -> tuple[Value | None, int | None]:
 
 def _is_constructed(v: Value | None) -> bool:
     """Whether `v` is a meminfo made by an NRT constructor in this function."""
-    return role_of(v) in (Role.HANDLE_ALLOC, Role.HANDLE_NEW)
+    return role_of(v) in (Role.HANDLE_ALLOC, Role.HANDLE_NEW, Role.HANDLE_VARSIZE)
 
 
 def _escaped_memory(fn: Function) -> set[Value]:

@@ -14,11 +14,11 @@ from ..analysis.activity import ActivityInfo
 from ..analysis.pointer_stores import never_reloaded
 from ..diagnostics import Diagnostics
 from ..ir.types import ArrayType, StructType, Type, VectorType
-from ..ir.values import Constant, Function, Instruction, Value
+from ..ir.values import Constant, Function, GlobalRef, Instruction, Value
 from ..known.memory import is_tape_memory, pointer_base
 from ..known.model import Role, role_of
 
-_NOT_ESCAPING = (Role.HANDLE_DATA, Role.INCREF, Role.DECREF)
+_NOT_ESCAPING = (Role.HANDLE_DATA, Role.INCREF, Role.DECREF, Role.VARSIZE_REALLOC)
 
 
 def shadowed_allocations(fn: Function, info: ActivityInfo, diag: Diagnostics,
@@ -29,7 +29,9 @@ def shadowed_allocations(fn: Function, info: ActivityInfo, diag: Diagnostics,
     for inst in fn.instructions():
         if role_of(inst) is Role.HANDLE_DATA and inst in info.shadowed:
             meminfo = inst.operands[0]
-            if not (isinstance(meminfo, Instruction) and role_of(meminfo) is Role.HANDLE_ALLOC):
+            if role_of(meminfo) is Role.HANDLE_VARSIZE:
+                _check_growable(meminfo, diag)  # type: ignore[arg-type]
+            elif not (isinstance(meminfo, Instruction) and role_of(meminfo) is Role.HANDLE_ALLOC):
                 origin = meminfo.callee_name if isinstance(meminfo, Instruction) else None
                 raise diag.unsupported(
                     f"active data in memory allocated by '{origin or 'unknown'}' (the storage "
@@ -38,6 +40,45 @@ def shadowed_allocations(fn: Function, info: ActivityInfo, diag: Diagnostics,
             allocs.add(meminfo)
     _refuse_escapes(fn, allocs, diag, retptr, info)
     return allocs
+
+
+def _check_growable(owner: Instruction, diag: Diagnostics) -> None:
+    """Growable memory (a list's storage, role HANDLE_VARSIZE) gets a shadow whose release
+    calls no destructor: refused when the primal's destructor releases anything (the items
+    of a list of arrays or other owners)."""
+    dtor = pointer_base(owner.operands[1])
+    body = diag.module.functions.get(dtor.name or "") if isinstance(dtor, GlobalRef) else None
+    if body is not None and not body.is_declaration \
+            and not any(i.opcode == "call" for i in body.instructions()):
+        return
+    raise diag.unsupported(
+        f"a list of arrays (or of other owned values) holding active values "
+        f"('{owner.callee_name}' with a destructor releasing its items)", owner,
+        "not supported yet: keep the arrays in a 2-D NumPy array (np.empty((n, m))), or "
+        "write the loop over their elements")
+
+
+def growable_allocations(fn: Function, diag: Diagnostics, allocs: set[Instruction],
+                         split: bool) -> set[Instruction]:
+    """Reverse mode: the allocations of growable memory among `allocs` (their shadows are
+    versioned, `reverse/growable.py`). Refused in split mode, and when a resize reaches one
+    only through a phi or select of owners."""
+    growable = {a for a in allocs if role_of(a) is Role.HANDLE_VARSIZE}
+    if not growable:
+        return growable
+    first = next(iter(growable))
+    if split:
+        raise diag.unsupported(
+            f"a Python list holding active values ('{first.callee_name}', e.g. built by "
+            "np.extract, np.unique or list.append) in split mode", first,
+            "not supported yet in split mode: use mode='reverse'")
+    merged = set(meminfo_merges(fn, growable))
+    for inst in fn.instructions():
+        if role_of(inst) is Role.VARSIZE_REALLOC and inst.operands[0] in merged:
+            raise diag.unsupported(
+                "a resize of a Python list holding active values, chosen between at run "
+                "time", inst, "not supported yet in reverse mode: build one list")
+    return growable
 
 
 def returns_memory(fn: Function, retptr: Value | None) -> bool:

@@ -44,7 +44,8 @@ from .taped_pointers import (is_taped_pointer_load, is_taped_pointer_store, read
                              taped_shadow, vector_mode_error)
 from .rules.emitter import MathEmitter
 from .seeds import activity_seeds, is_raw_pointer
-from .shadows import (allocate_shadow, call_shadow, derived_shadow, free_raw, mirror_refcount)
+from .shadows import (allocate_growable_shadow, allocate_shadow, call_shadow, derived_shadow,
+                      free_raw, mirror_refcount, resize_shadow)
 from .signature import build_signature, lane_stride
 from .spec import Activity, DiffSpec
 
@@ -275,6 +276,8 @@ class _Forward:
     def _shadow_allocation(self, inst: Instruction) -> None:
         """A zeroed shadow array (k of them, back to back, in vector mode)."""
         b = self.b
+        if role_of(inst) is Role.HANDLE_VARSIZE:
+            return self._shadow_growable(inst)
         size, align = (self._map(op) for op in inst.operands)
         total = size if self.width == 1 else b.mul(size, const_int(I64, self.width))
         self.meminfo_shadows[inst] = allocate_shadow(b, self.module, total, align)[0]
@@ -285,6 +288,15 @@ class _Forward:
         size, align = (self._map(op) for op in inst.operands)
         self.vmap[inst], self.meminfo_shadows[inst] = self.kept.take(self.b, size, align)
         self.alloc_sizes[inst] = size
+
+    def _shadow_growable(self, inst: Instruction) -> None:
+        """A list's storage: a shadow resized with it (`_inactive_call`)."""
+        if self.width != 1:
+            raise self.diag.unsupported(
+                "a Python list holding active values in vector forward mode", inst,
+                "not supported yet: use width=1, or keep the values in a NumPy array")
+        size = self._map(inst.operands[0])
+        self.meminfo_shadows[inst] = allocate_growable_shadow(self.b, self.module, size)
 
     def _meminfo_shadow(self, meminfo: Value) -> Value:
         """The shadow meminfo mirroring `meminfo`'s reference counts (null when it has none:
@@ -386,6 +398,9 @@ class _Forward:
         owner = inst.operands[0] if inst.operands else None
         if role in (Role.INCREF, Role.DECREF) and owner in self.meminfo_shadows:
             mirror_refcount(self.b, self.module, inst, self.meminfo_shadows[owner])
+        if role is Role.VARSIZE_REALLOC and owner in self.meminfo_shadows:
+            resize_shadow(self.b, self.module, self.meminfo_shadows[owner],
+                          self._map(inst.operands[1]))
         if role is Role.RAW_FREE and owner in self.shadows:
             return free_raw(self.b, self.module, self.shadow(owner, 0))
         touches = any(op in self.info.shadowed or op in self.info.varied for op in inst.operands)

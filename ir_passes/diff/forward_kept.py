@@ -14,7 +14,7 @@ from __future__ import annotations
 from ..ir.builder import Builder
 from ..ir.types import I64, PTR
 from ..ir.values import NULL, Block, GlobalRef, Instruction, Value, const_int
-from ..known.model import Role
+from ..known.model import Role, role_of
 from .allocations import returns_memory
 from .reverse.kept import emit_reference
 from .reverse.parked_shadows import new_slot, park_shadow, take_shadow
@@ -30,8 +30,10 @@ class KeptAllocations:
         self.held: list[tuple[tuple[GlobalRef, GlobalRef], tuple[Value, Value], Value]] = []
 
     def keeps(self, inst: Instruction) -> bool:
-        """Whether the allocation `inst` (whose memory gets a shadow) is kept between calls."""
-        return self.enabled and inst.block is not None and not self._in_cycle(inst.block)
+        """Whether the allocation `inst` (whose memory gets a shadow) is kept between calls:
+        an array's (not a list's, which grows), run at most once per call."""
+        return self.enabled and role_of(inst) is Role.HANDLE_ALLOC and inst.block is not None \
+            and not self._in_cycle(inst.block)
 
     def take(self, b: Builder, size: Value, align: Value) -> tuple[Value, Value]:
         """The owners of the primal array (`size` bytes) and of its shadow, taken from new

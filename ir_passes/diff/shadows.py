@@ -13,7 +13,7 @@ from typing import Callable
 
 from ..ir.builder import Builder, declare
 from ..ir.types import I32, I64, PTR, VOID
-from ..ir.values import FALSE, Instruction, Module, Value, const_int
+from ..ir.values import FALSE, NULL, Instruction, Module, Value, const_int
 from ..known.generic import zero_memory
 from ..known.model import Role, role_of, runtime_call
 
@@ -59,6 +59,21 @@ def allocate_shadow(b: Builder, module: Module, size: Value, align: Value) -> tu
     data = data_pointer(b, module, owner)
     zero_memory(b, module, data, size, FALSE)
     return owner, data
+
+
+def allocate_growable_shadow(b: Builder, module: Module, size: Value) -> Value:
+    """A zeroed owner of growable memory like a list's storage, whose release calls no
+    destructor (the primal's releases nothing: `allocations._check_growable`)."""
+    alloc = declare(module, runtime_call(Role.HANDLE_VARSIZE).name, PTR, [I64, PTR])
+    owner = b.call(alloc, [size, NULL], PTR)
+    zero_memory(b, module, data_pointer(b, module, owner), size, FALSE)
+    return owner
+
+
+def resize_shadow(b: Builder, module: Module, owner_shadow: Value, size: Value) -> None:
+    """Resize the shadow's growable memory with the primal's (the primal zeroes what grew)."""
+    resize = declare(module, runtime_call(Role.VARSIZE_REALLOC).name, PTR, [PTR, I64])
+    b.call(resize, [owner_shadow, size], PTR)
 
 
 def allocate_raw_shadow(b: Builder, module: Module, size: Value) -> Value:

@@ -105,5 +105,8 @@ def _memory_intrinsic(name: str, copy: bool) -> KnownCall:
 register(*(KnownCall(name, prefix=True, inert=True, pointer_neutral=True) for name in _INERT),
          *(_memory_intrinsic(f"llvm.{kind}.", copy=effect == "copy")
            for kind, effect in MEMORY_INTRINSICS.items()),
+         # Saving and restoring the stack pointer writes no memory a value lives in.
+         *(KnownCall(f"llvm.{name}", prefix=True, pointer_neutral=True, writes=())
+           for name in ("stacksave", "stackrestore")),
          # A prefix record: `runtime_call(Role.RAW_ALLOC)` stays the front end's allocator.
          KnownCall(TAPE_ALLOCATE, prefix=True, fresh=True, role=Role.RAW_ALLOC))

@@ -44,6 +44,10 @@ class Role(enum.Enum):
     DECREF = "decref"               # void (ptr owner): may release the memory
     RAW_ALLOC = "raw_alloc"         # ptr (i64 size): a fresh buffer
     RAW_FREE = "raw_free"           # void (ptr buffer)
+    HANDLE_VARSIZE = "handle_varsize"   # ptr (i64 size, ptr dtor): an owner of growable memory
+    #                                     (a list's storage) whose release calls void dtor(ptr)
+    VARSIZE_REALLOC = "varsize_realloc"  # ptr (ptr owner, i64 size): resizes such memory
+    #                                      (it may move: the owner's data pointer changes)
 
 
 @dataclass(frozen=True)

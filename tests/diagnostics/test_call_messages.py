@@ -41,6 +41,13 @@ def with_dict(A, x):
     return d[0]
 
 
+@numba.njit
+def with_typed_list(A, x):
+    items = numba.typed.List.empty_list(numba.types.float64)
+    items.append(x[0] * A[0, 0])  # msg:typed_list
+    return items[0]
+
+
 _NOT_YET = "not differentiable yet"
 _LINALG_FIX = (r"not differentiable yet \(np\.linalg\.solve, inv, det, slogdet, cholesky, eigh "
                r"and svd are\): write the algorithm with loops over NumPy arrays, or pass its "
@@ -59,6 +66,11 @@ CASES = {
              r".*call i32 @numba_dict_insert\(.*",
              r"Python containers are not differentiable: keep active values in NumPy arrays "
              r"\(np\.empty\), not in a dict"),
+    "typed_list": (with_typed_list, r"Python typed list operation \('numba_list_append'\) on "
+                   r"active values", r".*call i32 @numba_list_append\(.*",
+                   r"numba\.typed\.List is not differentiable yet: keep active values in NumPy "
+                   r"arrays \(np\.empty\) or in a plain list of floats \(\[\] and append\), "
+                   r"not in a typed list"),
 }
 
 

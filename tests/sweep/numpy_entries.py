@@ -312,6 +312,14 @@ LOOPS = _section("loops", [
      {"setup": ("z = np.zeros(4)", "for i, row in enumerate(X):", "    z += i * row")}),
     ("np.polynomial.polynomial.polyval", "np.polynomial.polynomial.polyval(x, c)",
      of(v(), v(4)), "x, c"),
+    # A reflected list of floats grown past several resizes, read back by index.
+    ("list append / getitem", "z", of(v(40)), "x",
+     {"setup": ("out = []", "for v in x:", "    out.append(v * v)", "z = 0.0",
+                "for i in range(len(out)):", "    z += out[i] * x[len(out) - 1 - i]")}),
+    ("list pop / insert", "np.array(out)", of(v(12)), "x",
+     {"setup": ("out = [v for v in x]", "a = out.pop()", "out.insert(2, a * 3.0)",
+                "out[0] = out[0] * out[5]", "for _ in range(9):", "    out.pop(1)")}),
+    ("np.extract (grows)", "np.extract(x > 0.55, x) ** 2", of(v(40))),
 ])
 
 #: Entries whose derivative is wrong today (both modes), with the cause. Strict xfails in

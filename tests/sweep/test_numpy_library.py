@@ -7,7 +7,9 @@ allocation they make (shadows of temporaries included).
 One entry per root cause fixed: a phi of a pointer with null/undef/poison (``for row in X``,
 ``np.ediff1d``) and forward mode's reference counts of an argument's shadow through such
 phis, a sign-bit test of an active float (``np.nan_to_num``), the ``numba_ldexp`` rule, and
-``numba_cpow``/``numba_cpowf`` given LLVM bodies (complex powers).
+``numba_cpow``/``numba_cpowf`` given LLVM bodies (complex powers), lists of floats grown by
+appends (``np.extract``, ``np.unique``), and which writes may reach a matrix product's
+operands (``np.cov``, ``np.corrcoef`` in reverse mode).
 """
 from __future__ import annotations
 
@@ -24,6 +26,12 @@ from tests.sweep.runner import JIT, MODES, kernel_of, run
 NEWLY_SUPPORTED = (
     "for i, row in enumerate(X)", "np.nan_to_num", "np.ldexp",
     "complex power z**w (numba_cpow)", "complex64 power z**w (numba_cpowf)",
+    # A reflected list's storage (NRT_MemInfo_new_varsize_dtor / _varsize_realloc): shadows
+    # resized with it (forward mode), versioned shadows (reverse mode).
+    "np.extract", "np.unique", "list append / getitem", "np.extract (grows)",
+    # Reverse mode: a product's operand is not written by stores through a phi of other
+    # arrays or null, nor by llvm.stackrestore (np.cov's `c *= ...`, np.corrcoef).
+    "np.cov (vector)", "np.corrcoef",
 )
 _BY_NAME = {e.name: e for e in ENTRIES}
 

@@ -12,6 +12,7 @@ from ..rules.needs import rule_needs
 from ..shadows import free_raw, release
 from .availability import Availability, BlockContext
 from .callees import emit_reverse_call
+from .growable import release_growable, undo_resize
 from .calls import ReverseCallContext, emits_reverse
 from .kept import emit_reference
 from .parked_shadows import park_shadow
@@ -74,6 +75,10 @@ class Adjoints:
             for owner in st.kept.get(inst, ()):
                 emit_reference(st.b, st.module, self.avail.value(ctx, owner), Role.DECREF)
             return None
+        if inst in st.growable:
+            return release_growable(st.b, st.module, self.avail.shadow(ctx, inst))
+        if role_of(inst) is Role.VARSIZE_REALLOC and inst.operands[0] in st.growable:
+            return undo_resize(st.b, st.module, self.avail.shadow(ctx, inst.operands[0]))
         if inst in st.allocs:   # the shadow array is not needed before this point
             shadow, slots = self.avail.shadow(ctx, inst), st.kept_allocations.get(inst)
             if slots is None:

@@ -12,13 +12,14 @@ from ...known.memory import pointer_base
 from ..common import addresses_nothing, is_poison, mixed_memory_error, unknown_shadow_pointer
 from ..returns import is_exceptional_return
 from ..shadows import allocate_shadow, call_shadow, derived_shadow
-from ...known.model import Role
+from ...known.model import Role, role_of
 from .callees import augment_call, touches
 from .kept import emit_reference
 from .parked_shadows import new_slot, take_shadow
 from .checks import check_forward
 from ..taped_pointers import (is_tape_copy, is_taped_pointer_load, is_taped_pointer_store,
                               reads_taped_shadows, taped_shadow)
+from .growable import allocate_growable, growable_data, resize_growable
 from .state import ReverseState
 from .tape import Tape
 
@@ -57,13 +58,26 @@ class AugmentedForward:
             check_forward(st, inst)
             self._mirror_returned_pointer(inst)
             self._mirror_taped_pointer(inst)
-            if inst in st.allocs:
+            if inst in st.growable or inst.operands and inst.operands[0] in st.growable:
+                self._growable(inst)
+            elif inst in st.allocs:
                 size, align = (st.map(op) for op in inst.operands)
                 st.fshadow[inst] = allocate_shadow(b, st.module, size, align)[0]
                 if st.owned is not None:
                     st.owned_pushes.setdefault(block, []).append(st.fshadow[inst])
             elif inst in st.info.shadowed:
                 st.fshadow[inst] = self._shadow(inst)
+
+    def _growable(self, inst: Instruction) -> None:
+        """A list's storage, its data pointer and its resizes: on the versioned shadow."""
+        st, b = self.st, self.st.b
+        role = role_of(inst)
+        if inst in st.growable:
+            st.fshadow[inst] = allocate_growable(b, st.module, st.map(inst.operands[0]))
+        elif role is Role.HANDLE_DATA and inst in st.info.shadowed:
+            st.fshadow[inst] = growable_data(b, st.fshadow[inst.operands[0]])
+        elif role is Role.VARSIZE_REALLOC:
+            resize_growable(b, st.module, st.fshadow[inst.operands[0]], st.map(inst.operands[1]))
 
     def _kept_allocation(self, inst: Instruction) -> None:
         """An allocation run once per call and its shadow, both kept between calls in slots

@@ -12,7 +12,8 @@ from typing import Callable
 from ...ir.builder import declare
 from ...ir.types import PTR, VOID
 from ...ir.values import Argument, GlobalRef, Instruction, Value
-from ...known.memory import pointer_base
+from ...known.memory import pointer_base, pointer_bases
+from ..common import addresses_nothing
 from ...known.model import (Role, call_record, is_local_allocation, role_of, runtime_call,
                             written_arguments)
 
@@ -79,17 +80,21 @@ def _may_write(inst: Instruction, leaves: list[Value],
         targets = call_targets(inst)
     else:
         return False
-    for target in targets:
-        base = pointer_base(target)
-        if any(base is leaf for leaf in leaves):
-            return True
-        if role_of(base) is Role.HANDLE_DATA:
-            if any(base.operands[0] is leaf for leaf in leaves):  # type: ignore[union-attr]
-                return True
-        elif not (isinstance(base, (Argument, GlobalRef)) or is_local_allocation(base)
-                  or _is_fresh(base) or isinstance(base, Instruction) and base.opcode == "alloca"):
-            return True         # memory of unknown origin (Numba's globals are constants)
-    return False
+    # Every memory a target may address (through phis and selects of pointers too).
+    return any(_may_be_leaf(base, leaves) for target in targets
+               for base in pointer_bases(target))
+
+
+def _may_be_leaf(base: Value, leaves: list[Value]) -> bool:
+    if addresses_nothing(base):     # null or poison on a path that writes nothing
+        return False
+    if any(base is leaf for leaf in leaves):
+        return True
+    if role_of(base) is Role.HANDLE_DATA:
+        return any(base.operands[0] is leaf for leaf in leaves)  # type: ignore[union-attr]
+    # Memory of unknown origin may be anything (Numba's globals are constants).
+    return not (isinstance(base, (Argument, GlobalRef)) or is_local_allocation(base)
+                or _is_fresh(base) or isinstance(base, Instruction) and base.opcode == "alloca")
 
 
 def _is_fresh(v: Value) -> bool:

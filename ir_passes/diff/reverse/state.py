@@ -13,7 +13,7 @@ from ...ir.builder import Builder
 from ...ir.types import I64, Type
 from ...ir.values import Block, Function, GlobalRef, Instruction, Module, Value, const_int, zero
 from ...known.array_layout import DATA
-from ..allocations import returns_memory, shadowed_allocations
+from ..allocations import growable_allocations, returns_memory, shadowed_allocations
 from ..callees import hidden_shadows, not_inlined_callees
 from ..common import refuse_known_problem_calls
 from ..returns import is_exceptional_return, return_slot
@@ -68,6 +68,9 @@ class ReverseState:
             self.callees)
         self.retptr = self.primal.args[spec.retptr]
         self.allocs = shadowed_allocations(self.primal, self.info, self.diag, self.retptr)
+        self.growable = growable_allocations(self.primal, self.diag, self.allocs,
+                                             spec.split is not None)
+        self.allocs -= self.growable      # lists' storage: versioned shadows (growable.py)
         self.speculated = _feeding_selects(self.primal)
         self.memory_types = analyze_memory_types(self.primal,
                                                  known_element_types(self.primal, spec))

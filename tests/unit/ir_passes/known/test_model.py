@@ -31,6 +31,9 @@ def test_numba_front_end_registers_its_runtime() -> None:
     assert known_call("NRT_MemInfo_data_fast").role is Role.HANDLE_DATA
     assert known_call("NRT_MemInfo_alloc_safe_aligned").role is Role.HANDLE_ALLOC
     assert known_call("NRT_MemInfo_new_varsize").role is Role.HANDLE_NEW
+    assert known_call("NRT_MemInfo_new_varsize_dtor").role is Role.HANDLE_VARSIZE
+    assert known_call("NRT_MemInfo_varsize_realloc").role is Role.VARSIZE_REALLOC
+    assert runtime_call(Role.HANDLE_VARSIZE).name == "NRT_MemInfo_new_varsize_dtor"
     assert runtime_call(Role.HANDLE_ALLOC).name == "NRT_MemInfo_alloc_aligned"
     assert runtime_call(Role.RAW_FREE).name == "NRT_Free"
     dot = known_call("numba_xxdot")
@@ -41,6 +44,7 @@ def test_generic_records_cover_llvm_intrinsics() -> None:
     assert known_call("llvm.memcpy.p0.p0.i64").flow.raw
     assert known_call("llvm.memset.p0.i64").writes == (0,)
     assert known_call("llvm.lifetime.start.p0").inert
+    assert known_call("llvm.stackrestore.p0").writes == ()
 
 
 def test_prefix_problem_names_the_callee() -> None:

@@ -1,0 +1,104 @@
+"""Callees the user asked not to inline (`@njit(inline="never")` written out) stay calls and
+are differentiated as functions of their own, once per (callee, activities), like recursive
+helpers (`tests/test_recursion.py`): checked in both modes against finite differences and
+forward against reverse, and shown to stay calls in the derivative."""
+from __future__ import annotations
+
+import gc
+import math
+
+import numba
+import numpy as np
+import pytest
+from numba.core.runtime import rtsys
+
+from enzyme_py import autodiff
+from tests.support.gradcheck import check_forward, check_inner_product, check_reverse
+from tests.support.kernel import Kernel
+from tests.test_exceptions import nrt_stats  # noqa: F401  (fixture)
+
+
+@numba.njit(inline="never")
+def _weighted(x, y, s):
+    t = 0.0
+    for i in range(x.shape[0]):
+        t += math.sin(x[i]) * y[i] * s
+    return t
+
+
+def twice(x, y, s):
+    """One callee called with two activity patterns (x active in one call, y in the other)."""
+    return _weighted(x, y, s) + _weighted(y, x, s * s)
+
+
+@numba.njit(inline="never")
+def _scale_into(out, x, s):
+    for i in range(x.shape[0]):
+        out[i] = s * x[i] * x[i]
+
+
+@numba.njit(inline="never")
+def _norm2(x):
+    return _weighted(x, x, 1.0) + np.sum(x * x)
+
+
+def nested(out, x, s):
+    """A callee writing an output array, and one calling another non-inlined callee."""
+    _scale_into(out, x, s)
+    return _norm2(out) * s
+
+
+def _kernel(name, fn, make_args, **fields):
+    return Kernel(name, fn, lambda rng: make_args(), **fields)
+
+
+KERNELS = {k.name: k for k in (
+    _kernel("twice", twice, lambda: (np.linspace(0.1, 0.9, 5), np.linspace(-0.4, 0.7, 5), 0.8)),
+    _kernel("nested", nested, lambda: (np.zeros(4), np.linspace(0.2, 0.8, 4), 1.3),
+            outputs=(0,)),
+)}
+
+
+@pytest.mark.parametrize("name", KERNELS)
+def test_forward_against_finite_differences(name):
+    check_forward(KERNELS[name])
+
+
+@pytest.mark.parametrize("name", KERNELS)
+def test_reverse_against_finite_differences(name):
+    check_reverse(KERNELS[name])
+
+
+@pytest.mark.parametrize("name", KERNELS)
+def test_inner_product_identity(name):
+    check_inner_product(KERNELS[name])
+
+
+@pytest.mark.parametrize("mode, acts", [("reverse", ("dup", "const", "active")),
+                                        ("forward", ("dup", "const", "const"))])
+def test_callee_stays_a_call_once_per_activities(mode, acts):
+    """Two calls with different activities: two derivatives of the callee, each called."""
+    f = autodiff(mode=mode, args=acts)(twice)
+    x, y = np.linspace(0.1, 0.9, 5), np.linspace(-0.4, 0.7, 5)
+    if mode == "reverse":
+        f.derivative(x, np.zeros(5), y, 0.8)
+    else:
+        f.derivative(x, np.ones(5), y, 0.8)
+    text = f.inspect("derivative")
+    prefix = "@diffe_" if mode == "reverse" else "@fwddiffe_"
+    called = {line.split(prefix, 1)[1].split("(", 1)[0] for line in text.splitlines()
+              if " call " in line and prefix in line and "weighted" in line}
+    assert len(called) == 2, called
+
+
+@pytest.mark.parametrize("mode", ["forward", "reverse"])
+def test_nrt_balanced_through_noinline_callees(mode, nrt_stats):  # noqa: F811
+    check = check_forward if mode == "forward" else check_reverse
+    check(KERNELS["nested"])        # compiled (cached) before counting
+    gc.collect()
+    before = rtsys.get_allocation_stats()
+    check(KERNELS["nested"])
+    gc.collect()
+    after = rtsys.get_allocation_stats()
+    alloc, free, mi_alloc, mi_free = (a - b for a, b in zip(after, before))
+    assert (alloc, mi_alloc) == (free, mi_free)
