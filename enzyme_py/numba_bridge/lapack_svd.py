@@ -11,20 +11,24 @@ With F_ij = 1/(s_j^2 - s_i^2) off the diagonal and P = U^T A' V:
   A' = (U Z + (Ubar - U Ga) S^-1) Vt + U S^-1 (Vtbar - Gb^T Vt), where Ga = U^T Ubar,
   Gb = Vt Vtbar^T and Z = (F o (Ga - Ga^T)) S + diag(sbar) + S (F o (Gb - Gb^T)).
 Products are gemms; the element-wise parts (F o ..., diagonal scalings) small loops.
-full_matrices=True (jobz 'A': U and V are not unique beyond k columns) and singular values
-alone (jobz 'N': cond, matrix_rank, norm 2) are refused.
+Singular values alone (jobz 'N': np.linalg.norm with ord 2, -2 or 'nuc', cond) over Numba's
+copy of A, which nothing reads after the call: `_prepare` makes the call compute U and Vt too,
+into fresh arrays released after it (the derivative needs them), so it is differentiated as
+the thin SVD. full_matrices=True (jobz 'A': U and V are not unique beyond k columns) is
+refused.
 """
 from __future__ import annotations
 
 from typing import Callable
 
-from ir_passes.ir.builder import Builder, counted_loop
-from ir_passes.ir.types import I64, PTR, VOID, FloatType, FunctionType
+from ir_passes.ir.builder import Builder, counted_loop, declare
+from ir_passes.ir.types import I32, I64, PTR, VOID, FloatType, FunctionType, size_of
 from ir_passes.ir.values import ConstInt, Function, Instruction, Module, Value, const_float, \
-    zero
+    const_int, zero
 from ir_passes.known.model import (CallContext, Flow, ForwardCalls, KnownCall, ReadInReverse,
-                                   ReverseCalls)
+                                   ReverseCalls, Role, runtime_call)
 
+from .blas import dot_type
 from .blas_calls import zero_matrix
 from .lapack_calls import call, release, scratch
 from .lapack_lu import element_type
@@ -37,13 +41,42 @@ _PINV_FIX = ("not supported yet: U, s, Vt = np.linalg.svd(A, full_matrices=False
              "(Vt.T / s) @ U.T")
 
 
+def _jobz(inst: Instruction) -> str | None:
+    jobz = inst.operands[_JOBZ]
+    return chr(jobz.value & 0xFF) if isinstance(jobz, ConstInt) else None
+
+
+def _prepare(module: Module, inst: Instruction) -> None:
+    """Singular values alone computed with U (m x k) and Vt (k x n), in fresh arrays released
+    after the call, over the copy of A that nothing reads after it."""
+    t = dot_type(inst)
+    if _jobz(inst) != "N" or t is None or uses_after(inst, inst.operands[_A]):
+        return
+    b = Builder()
+    b.position_before(inst)
+    m, n = inst.operands[_M], inst.operands[_N]
+    k = b.select(b.icmp("slt", m, n), m, n)
+    alloc = declare(module, runtime_call(Role.HANDLE_ALLOC).name, PTR, [I64, I32])
+    data = declare(module, runtime_call(Role.HANDLE_DATA).name, PTR, [PTR])
+    owners = []
+    for pos, ld, rows, cols in ((_U, _LDU, m, k), (_VT, _LDVT, k, n)):
+        size = b.mul(b.mul(rows, cols), const_int(I64, size_of(t)))
+        owners.append(b.call(alloc, [size, const_int(I32, 32)], PTR))
+        inst.operands[pos] = b.call(data, [owners[-1]], PTR)
+        inst.operands[ld] = rows
+    inst.operands[_JOBZ] = const_int(inst.operands[_JOBZ].type, ord("S"))
+    block = inst.block
+    assert block is not None
+    b.position_before(block.instructions[block.instructions.index(inst) + 1])
+    for owner in owners:
+        b.call(declare(module, runtime_call(Role.DECREF).name, VOID, [PTR]), [owner], VOID)
+
+
 def _check(ctx: CallContext, inst: Instruction) -> None:
     element_type(ctx, inst, _WHAT)
-    jobz = inst.operands[_JOBZ]
-    if not (isinstance(jobz, ConstInt) and chr(jobz.value & 0xFF) == "S"):
+    if _jobz(inst) != "S":
         raise ctx.diag.unsupported(f"{_WHAT} ({GESDD}) other than the thin one (np.linalg.svd "
-                                   "with full_matrices=True, or singular values alone: cond, "
-                                   "matrix_rank, a matrix 2-norm)", inst,
+                                   "with full_matrices=True)", inst,
                                    "call np.linalg.svd(A, full_matrices=False)")
     if uses_after(inst, inst.operands[_A]):
         raise ctx.diag.unsupported(f"{_WHAT} ({GESDD}) whose overwritten input is used after "
@@ -198,6 +231,6 @@ def _elementwise_function(module: Module, t: FloatType, formula: str) -> Functio
 SVD_RECORD = KnownCall(
     GESDD, writes=(_A, _S, _U, _VT), flow=Flow(_S, (_A,)),
     more_flows=(Flow(_U, (_A,)), Flow(_VT, (_A,))), check=_check, forward=_forward,
-    reverse=_reverse,
+    reverse=_reverse, prepare=_prepare,
     reverse_reads=ReadInReverse((_S, _U, _VT), f"{_WHAT} ({GESDD}: np.linalg.svd or pinv) "
                                 "whose results the function also writes", _PINV_FIX))

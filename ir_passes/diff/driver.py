@@ -5,6 +5,7 @@ from ..canonicalize import verify
 from ..errors import InvalidIRError
 from ..ir.printer import print_module
 from ..ir.values import Function, Module
+from ..known.model import call_record
 from .forward import synthesize_forward
 from .reverse.driver import synthesize_reverse
 from .spec import DiffSpec
@@ -14,6 +15,7 @@ def differentiate(module: Module, spec: DiffSpec, what: str) -> tuple[Function, 
     """Synthesize the derivative `spec` describes into `module`, drop the primal, and return
     the derivative with the verified module text. `what` names it in a verifier failure."""
     synthesize = synthesize_forward if spec.mode == "forward" else synthesize_reverse
+    prepare_calls(module)
     fn = synthesize(module, spec)
     del module.functions[spec.primal]
     text = print_module(module)
@@ -23,6 +25,16 @@ def differentiate(module: Module, spec: DiffSpec, what: str) -> tuple[Function, 
         raise InvalidIRError(f"enzyme_py produced invalid IR for {what}; this is a bug.\n"
                              f"{exc}") from None
     return fn, text
+
+
+def prepare_calls(module: Module) -> None:
+    """Let the records of known calls rewrite their calls (`KnownCall.prepare`)."""
+    calls = [inst for fn in module.functions.values() for blk in fn.blocks
+             for inst in blk.instructions if inst.opcode == "call"]
+    for inst in calls:
+        record = call_record(inst)
+        if record is not None and record.prepare is not None:
+            record.prepare(module, inst)
 
 
 __all__ = ["differentiate"]
