@@ -14,13 +14,15 @@ Products are gemms; the element-wise parts (F o ..., diagonal scalings) small lo
 Singular values alone (jobz 'N': np.linalg.norm with ord 2, -2 or 'nuc', cond) over Numba's
 copy of A, which nothing reads after the call: `_prepare` makes the call compute U and Vt too,
 into fresh arrays released after it (the derivative needs them), so it is differentiated as
-the thin SVD. full_matrices=True (jobz 'A': U and V are not unique beyond k columns) is
-refused.
+the thin SVD. full_matrices=True (jobz 'A') of a square matrix is the thin SVD too; of
+another, U's columns (Vt's rows) beyond k are not unique: the derivative raises at run time.
 """
 from __future__ import annotations
 
 from typing import Callable
 
+from ir_passes.diff.raising import raise_unless
+from ir_passes.errors import UnsupportedError
 from ir_passes.ir.builder import Builder, counted_loop, declare
 from ir_passes.ir.types import I32, I64, PTR, VOID, FloatType, FunctionType, size_of
 from ir_passes.ir.values import ConstInt, Function, Instruction, Module, Value, const_float, \
@@ -37,6 +39,10 @@ from .lapack_uses import uses_after
 GESDD = "numba_ez_gesdd"
 _JOBZ, _M, _N, _A, _LDA, _S, _U, _LDU, _VT, _LDVT = range(1, 11)
 _WHAT = "singular value decomposition"
+_FULL_NOT_SQUARE = (
+    "np.linalg.svd(A, full_matrices=True) of a matrix that is not square (numba_ez_gesdd): "
+    "the derivative of the columns of U or rows of Vt beyond min(m, n) is not unique; fix: "
+    "call np.linalg.svd(A, full_matrices=False)")
 _PINV_FIX = ("not supported yet: U, s, Vt = np.linalg.svd(A, full_matrices=False), then "
              "(Vt.T / s) @ U.T")
 
@@ -47,10 +53,23 @@ def _jobz(inst: Instruction) -> str | None:
 
 
 def _prepare(module: Module, inst: Instruction) -> None:
+    """The full SVD of a square matrix as the thin one (the same), after a check at run time;
+    singular values alone with U and Vt."""
+    if _jobz(inst) == "A":
+        b = Builder()
+        b.position_before(inst)
+        raise_unless(module, inst, b.icmp("eq", inst.operands[_M], inst.operands[_N]),
+                     UnsupportedError, _FULL_NOT_SQUARE)
+        inst.operands[_JOBZ] = const_int(inst.operands[_JOBZ].type, ord("S"))
+    elif _jobz(inst) == "N":
+        _compute_vectors(module, inst)
+
+
+def _compute_vectors(module: Module, inst: Instruction) -> None:
     """Singular values alone computed with U (m x k) and Vt (k x n), in fresh arrays released
     after the call, over the copy of A that nothing reads after it."""
     t = dot_type(inst)
-    if _jobz(inst) != "N" or t is None or uses_after(inst, inst.operands[_A]):
+    if t is None or uses_after(inst, inst.operands[_A]):
         return
     b = Builder()
     b.position_before(inst)

@@ -1,8 +1,8 @@
-"""np.linalg.svd(A, full_matrices=False) (Numba's LAPACK gesdd) in both modes: against
-central finite differences (losses invariant to the singular vectors' signs), forward
-against reverse (inner product), const and dup, float32 and float64, C and F layouts, tall
-and wide matrices; NRT allocations balanced; full_matrices=True and pinv refused with fixes
-that work."""
+"""np.linalg.svd (Numba's LAPACK gesdd) in both modes: full_matrices=False, and True of a
+square matrix (the same), against central finite differences (losses invariant to the
+singular vectors' signs), forward against reverse (inner product), const and dup, float32 and
+float64, C and F layouts, tall and wide matrices; NRT allocations balanced; full_matrices=True
+of a non-square matrix raises at run time; pinv refused with a fix that works."""
 from __future__ import annotations
 
 import numpy as np
@@ -17,6 +17,11 @@ from tests.support.kernel import Kernel  # noqa: E402
 
 def singular(A, C, D):
     U, s, Vt = np.linalg.svd(A, full_matrices=False)
+    return np.sum(np.sin(s)) + np.sum(U ** 2 * C) + np.sum(Vt ** 2 * D)
+
+
+def full(A, C, D):
+    U, s, Vt = np.linalg.svd(A)
     return np.sum(np.sin(s)) + np.sum(U ** 2 * C) + np.sum(Vt ** 2 * D)
 
 
@@ -39,6 +44,9 @@ KERNELS = [
     Kernel("tall_A_const", singular, lambda r: _args(r, 4, 3), const=(0,)),
     Kernel("tall_f32", singular, lambda r: _args(r, 4, 3, np.float32), fd_rtol=2e-2),
     Kernel("wide_F_CD_const", singular, lambda r: _args(r, 3, 4, order="F"), const=(1, 2)),
+    Kernel("full_square", full, lambda r: _args(r, 3, 3)),
+    Kernel("full_square_f32_F_CD_const", full, lambda r: _args(r, 3, 3, np.float32, "F"),
+           const=(1, 2), fd_rtol=2e-2),
     Kernel("pseudo_inverse", pseudo_inverse, lambda r: (r.standard_normal((4, 3)),)),
 ]
 test_forward, test_reverse, test_inner_product, test_vector_forward_per_lane, \
@@ -49,13 +57,15 @@ def _derivative(f):
     return derive_diff(f, None, ("dup",))
 
 
-def test_full_matrices_is_refused_with_a_fix():
-    d = _derivative(lambda A: np.sum(np.linalg.svd(A)[1]))
-    with pytest.raises(UnsupportedError, match=r"cannot differentiate: singular value "
-                       r"decomposition \(numba_ez_gesdd\) other than the thin one \(np\.linalg\."
-                       r"svd with full_matrices=True(.*\n)*  fix: call np\.linalg\.svd\(A, "
-                       r"full_matrices=False\)"):
-        d(np.eye(2), np.zeros((2, 2)))
+@pytest.mark.parametrize("mode", ["forward", "reverse"])
+def test_full_matrices_of_a_non_square_matrix_raises_at_run_time(mode):
+    d = derive_diff(full, None, ("dup", "const", "const"), mode=mode)
+    A = np.ones((3, 2))
+    with pytest.raises(UnsupportedError, match=r"^cannot differentiate: np\.linalg\.svd\(A, "
+                       r"full_matrices=True\) of a matrix that is not square \(numba_ez_gesdd\): "
+                       r"the derivative of the columns of U or rows of Vt beyond min\(m, n\) is "
+                       r"not unique; fix: call np\.linalg\.svd\(A, full_matrices=False\)$"):
+        d(A, np.zeros_like(A), np.ones((3, 3)), np.ones((2, 2)))
 
 
 def test_pinv_is_refused_with_a_fix():
