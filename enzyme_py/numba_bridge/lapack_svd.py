@@ -3,7 +3,8 @@ gesdd), as a known call.
 
 `numba_ez_gesdd(kind, 'S', m, n, a, lda, s, u, ldu, vt, ldvt)` writes A = U diag(s) Vt for
 the column-major m x n `a` (k = min(m, n) singular values, U m x k, Vt k x n) and leaves
-`a` undefined (nothing may read it later). Singular values must be distinct and nonzero.
+`a` undefined (nothing may read it later; np.linalg.pinv overwrites it with a product).
+Singular values must be distinct and nonzero.
 With F_ij = 1/(s_j^2 - s_i^2) off the diagonal and P = U^T A' V:
 * forward: s' = diag(P); U' = U (F o (P S + S P^T)) + (A' V - U P) S^-1;
   Vt' = (F o (S P + P^T S))^T Vt + S^-1 (U^T A' - P Vt);
@@ -11,95 +12,40 @@ With F_ij = 1/(s_j^2 - s_i^2) off the diagonal and P = U^T A' V:
   A' = (U Z + (Ubar - U Ga) S^-1) Vt + U S^-1 (Vtbar - Gb^T Vt), where Ga = U^T Ubar,
   Gb = Vt Vtbar^T and Z = (F o (Ga - Ga^T)) S + diag(sbar) + S (F o (Gb - Gb^T)).
 Products are gemms; the element-wise parts (F o ..., diagonal scalings) small loops.
-Singular values alone (jobz 'N': np.linalg.norm with ord 2, -2 or 'nuc', cond) over Numba's
-copy of A, which nothing reads after the call: `_prepare` makes the call compute U and Vt too,
-into fresh arrays released after it (the derivative needs them), so it is differentiated as
-the thin SVD. full_matrices=True (jobz 'A') of a square matrix is the thin SVD too; of
-another, U's columns (Vt's rows) beyond k are not unique: the derivative raises at run time.
+Singular values alone (norm 2, cond), full_matrices=True and results changed after the call
+(pinv) are rewritten into such calls first (`lapack_svd_prepare.py`).
 """
 from __future__ import annotations
 
 from typing import Callable
 
-from ir_passes.diff.raising import raise_unless
-from ir_passes.errors import UnsupportedError
-from ir_passes.ir.builder import Builder, counted_loop, declare
-from ir_passes.ir.types import I32, I64, PTR, VOID, FloatType, FunctionType, size_of
-from ir_passes.ir.values import ConstInt, Function, Instruction, Module, Value, const_float, \
-    const_int, zero
+from ir_passes.ir.builder import Builder, counted_loop
+from ir_passes.ir.types import I64, PTR, VOID, FloatType, FunctionType
+from ir_passes.ir.values import Function, Instruction, Module, Value, const_float, zero
 from ir_passes.known.model import (CallContext, Flow, ForwardCalls, KnownCall, ReadInReverse,
-                                   ReverseCalls, Role, runtime_call)
+                                   ReverseCalls)
 
-from .blas import dot_type
 from .blas_calls import zero_matrix
 from .lapack_calls import call, release, scratch
 from .lapack_lu import element_type
-from .lapack_uses import uses_after
+from .lapack_svd_prepare import (A as _A, LDA as _LDA, LDU as _LDU, LDVT as _LDVT, M as _M,
+                                 N as _N, S as _S, U as _U, VT as _VT, jobz, prepare)
+from .lapack_uses import overwrites_by_product, uses_after
 
 GESDD = "numba_ez_gesdd"
-_JOBZ, _M, _N, _A, _LDA, _S, _U, _LDU, _VT, _LDVT = range(1, 11)
 _WHAT = "singular value decomposition"
-_FULL_NOT_SQUARE = (
-    "np.linalg.svd(A, full_matrices=True) of a matrix that is not square (numba_ez_gesdd): "
-    "the derivative of the columns of U or rows of Vt beyond min(m, n) is not unique; fix: "
-    "call np.linalg.svd(A, full_matrices=False)")
-_PINV_FIX = ("not supported yet: U, s, Vt = np.linalg.svd(A, full_matrices=False), then "
-             "(Vt.T / s) @ U.T")
-
-
-def _jobz(inst: Instruction) -> str | None:
-    jobz = inst.operands[_JOBZ]
-    return chr(jobz.value & 0xFF) if isinstance(jobz, ConstInt) else None
-
-
-def _prepare(module: Module, inst: Instruction) -> None:
-    """The full SVD of a square matrix as the thin one (the same), after a check at run time;
-    singular values alone with U and Vt."""
-    if _jobz(inst) == "A":
-        b = Builder()
-        b.position_before(inst)
-        raise_unless(module, inst, b.icmp("eq", inst.operands[_M], inst.operands[_N]),
-                     UnsupportedError, _FULL_NOT_SQUARE)
-        inst.operands[_JOBZ] = const_int(inst.operands[_JOBZ].type, ord("S"))
-    elif _jobz(inst) == "N":
-        _compute_vectors(module, inst)
-
-
-def _compute_vectors(module: Module, inst: Instruction) -> None:
-    """Singular values alone computed with U (m x k) and Vt (k x n), in fresh arrays released
-    after the call, over the copy of A that nothing reads after it."""
-    t = dot_type(inst)
-    if t is None or uses_after(inst, inst.operands[_A]):
-        return
-    b = Builder()
-    b.position_before(inst)
-    m, n = inst.operands[_M], inst.operands[_N]
-    k = b.select(b.icmp("slt", m, n), m, n)
-    alloc = declare(module, runtime_call(Role.HANDLE_ALLOC).name, PTR, [I64, I32])
-    data = declare(module, runtime_call(Role.HANDLE_DATA).name, PTR, [PTR])
-    owners = []
-    for pos, ld, rows, cols in ((_U, _LDU, m, k), (_VT, _LDVT, k, n)):
-        size = b.mul(b.mul(rows, cols), const_int(I64, size_of(t)))
-        owners.append(b.call(alloc, [size, const_int(I32, 32)], PTR))
-        inst.operands[pos] = b.call(data, [owners[-1]], PTR)
-        inst.operands[ld] = rows
-    inst.operands[_JOBZ] = const_int(inst.operands[_JOBZ].type, ord("S"))
-    block = inst.block
-    assert block is not None
-    b.position_before(block.instructions[block.instructions.index(inst) + 1])
-    for owner in owners:
-        b.call(declare(module, runtime_call(Role.DECREF).name, VOID, [PTR]), [owner], VOID)
 
 
 def _check(ctx: CallContext, inst: Instruction) -> None:
     element_type(ctx, inst, _WHAT)
-    if _jobz(inst) != "S":
+    if jobz(inst) != "S":
         raise ctx.diag.unsupported(f"{_WHAT} ({GESDD}) other than the thin one (np.linalg.svd "
                                    "with full_matrices=True)", inst,
                                    "call np.linalg.svd(A, full_matrices=False)")
-    if uses_after(inst, inst.operands[_A]):
-        raise ctx.diag.unsupported(f"{_WHAT} ({GESDD}) whose overwritten input is used after "
-                                   "the call (np.linalg.pinv)", inst, _PINV_FIX)
+    overwrites = overwrites_by_product(inst.operands[_A])
+    if not all(overwrites(u) for u in uses_after(inst, inst.operands[_A], overwrites)):
+        raise ctx.diag.unsupported(f"{_WHAT} ({GESDD}) whose overwritten input is read after "
+                                   "the call", inst, "not supported yet: take the SVD of a copy")
     for pos in (_S, _U, _VT):
         if not ctx.has_shadow(inst.operands[pos]):
             raise ctx.diag.unsupported(f"{_WHAT} ({GESDD}) into memory without a shadow "
@@ -250,6 +196,7 @@ def _elementwise_function(module: Module, t: FloatType, formula: str) -> Functio
 SVD_RECORD = KnownCall(
     GESDD, writes=(_A, _S, _U, _VT), flow=Flow(_S, (_A,)),
     more_flows=(Flow(_U, (_A,)), Flow(_VT, (_A,))), check=_check, forward=_forward,
-    reverse=_reverse, prepare=_prepare,
-    reverse_reads=ReadInReverse((_S, _U, _VT), f"{_WHAT} ({GESDD}: np.linalg.svd or pinv) "
-                                "whose results the function also writes", _PINV_FIX))
+    reverse=_reverse, prepare=prepare,
+    reverse_reads=ReadInReverse((_S, _U, _VT), f"{_WHAT} ({GESDD}: np.linalg.svd) whose "
+                                "results the function also writes", "write into copies of "
+                                "U, s and Vt"))
