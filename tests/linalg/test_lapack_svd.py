@@ -2,7 +2,8 @@
 square matrix (the same), against central finite differences (losses invariant to the
 singular vectors' signs), forward against reverse (inner product), const and dup, float32 and
 float64, C and F layouts, tall and wide matrices; NRT allocations balanced; full_matrices=True
-of a non-square matrix raises at run time; pinv refused with a fix that works."""
+of a non-square matrix raises at run time. np.linalg.pinv (its gesdd results copied
+out, scaled in place after the call) likewise, tall, wide and square."""
 from __future__ import annotations
 
 import numpy as np
@@ -26,13 +27,20 @@ def full(A, C, D):
 
 
 def pseudo_inverse(A):
-    """The fix the pinv refusal names."""
     U, s, Vt = np.linalg.svd(A, full_matrices=False)
     return np.sum(np.tanh((Vt.T / s) @ U.T))
 
 
+def pinv(A, C):
+    return np.sum(np.tanh(np.linalg.pinv(A)) * C)
+
+
+def _matrix(r, m, n, dtype=np.float64, order="C"):
+    return np.asarray(r.standard_normal((m, n)), dtype=dtype, order=order)
+
+
 def _args(r, m, n, dtype=np.float64, order="C"):
-    A = np.asarray(r.standard_normal((m, n)), dtype=dtype, order=order)
+    A = _matrix(r, m, n, dtype, order)
     k = min(m, n)
     return (A, r.standard_normal((m, k)).astype(dtype),
             r.standard_normal((k, n)).astype(dtype))
@@ -48,6 +56,12 @@ KERNELS = [
     Kernel("full_square_f32_F_CD_const", full, lambda r: _args(r, 3, 3, np.float32, "F"),
            const=(1, 2), fd_rtol=2e-2),
     Kernel("pseudo_inverse", pseudo_inverse, lambda r: (r.standard_normal((4, 3)),)),
+    Kernel("pinv_tall", pinv, lambda r: (_matrix(r, 4, 3), _matrix(r, 3, 4))),
+    Kernel("pinv_wide_F_C_const", pinv, lambda r: (_matrix(r, 3, 4, order="F"),
+                                                   _matrix(r, 4, 3)), const=(1,)),
+    Kernel("pinv_square_f32", pinv, lambda r: (_matrix(r, 3, 3, np.float32),
+                                               _matrix(r, 3, 3, np.float32)), fd_rtol=2e-2),
+    Kernel("pinv_A_const", pinv, lambda r: (_matrix(r, 4, 3), _matrix(r, 3, 4)), const=(0,)),
 ]
 test_forward, test_reverse, test_inner_product, test_vector_forward_per_lane, \
     test_temporaries_are_released = battery(KERNELS)
@@ -66,11 +80,3 @@ def test_full_matrices_of_a_non_square_matrix_raises_at_run_time(mode):
                        r"the derivative of the columns of U or rows of Vt beyond min\(m, n\) is "
                        r"not unique; fix: call np\.linalg\.svd\(A, full_matrices=False\)$"):
         d(A, np.zeros_like(A), np.ones((3, 3)), np.ones((2, 2)))
-
-
-def test_pinv_is_refused_with_a_fix():
-    d = _derivative(lambda A: np.sum(np.linalg.pinv(A)))
-    with pytest.raises(UnsupportedError, match=r"\(np\.linalg\.pinv\)(.*\n)*  fix: not supported "
-                       r"yet: U, s, Vt = np\.linalg\.svd\(A, full_matrices=False\), then "
-                       r"\(Vt\.T / s\) @ U\.T"):
-        d(np.eye(2), np.zeros((2, 2)))
