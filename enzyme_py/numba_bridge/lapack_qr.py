@@ -35,8 +35,8 @@ GEQRF, ORGQR, QR = "numba_ez_geqrf", "numba_ez_xxgqr", "enzyme_py.qr."
 _M, _N, _A, _LDA, _TAU, _Q, _R = range(1, 8)        # enzyme_py.qr (geqrf's first six)
 _G_M, _G_N, _G_K, _G_A, _G_LDA, _G_TAU = range(1, 7)  # numba_ez_xxgqr
 WIDE = ("np.linalg.qr of a matrix with more columns than rows (numba_ez_geqrf): not "
-        "differentiable yet; fix: differentiate np.linalg.qr(A.T) of the transpose instead, or "
-        "split A = [X, Y] and use the QR of X")
+        "differentiable yet; fix: Q, R1 = np.linalg.qr(A[:, :m].copy()) (m rows), then "
+        "R = np.empty((m, n)), R[:, :m] = R1 and R[:, m:] = Q.T @ A[:, m:]")
 
 
 # ------------------------------------------------------------------ the rewrite
