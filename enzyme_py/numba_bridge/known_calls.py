@@ -12,8 +12,9 @@ which gives C's heap memory the same raw-buffer shadows.
 * `numba_xxdot`, the BLAS dot product (`blas.py`), and the matrix products `numba_xxgemv`,
   `numba_xxgemm` (`blas_level2_3.py`) and the norm `numba_xxnrm2` (`blas_norm.py`),
   differentiable; so are the LAPACK helpers of solve, inv, det and slogdet (`lapack_lu.py`)
-  cholesky (`lapack_cholesky.py`), eigh (`lapack_eigh.py`) and the thin svd (`lapack_svd.py`);
-  the other LAPACK helpers, typed containers and Python object operations are known
+  cholesky (`lapack_cholesky.py`), eigh and eigvalsh (`lapack_eigh.py`), svd, pinv, norm 2
+  and cond (`lapack_svd.py`, `lapack_svd_prepare.py`) and qr (`lapack_qr.py`); the other
+  LAPACK helpers, typed containers and Python object operations are known
   problems.
 """
 from __future__ import annotations
@@ -31,12 +32,13 @@ from .lapack_qr import QR_RECORD
 from .lapack_qr import prepare as prepare_qr
 from .lapack_svd import SVD_RECORD
 
-_LINALG_HINT = ("not differentiable yet (np.linalg.solve, inv, det, slogdet, cholesky, eigh and "
-                "svd are): write the algorithm with loops over NumPy arrays, or pass its result "
-                "as a 'const' argument when it does not depend on differentiated inputs")
-_QR_HINT = ("not differentiable yet: for a matrix of full column rank, R = np.linalg.cholesky("
-            "A.T @ A).T and Q = A @ np.linalg.inv(R) are its thin QR factors (R with a positive "
-            "diagonal)")
+_LINALG_HINT = ("not differentiable yet (np.linalg.solve, inv, det, slogdet, cholesky, eigh, "
+                "eigvalsh, svd, pinv and qr are): write the algorithm with loops over NumPy "
+                "arrays, or pass its result as a 'const' argument when it does not depend on "
+                "differentiated inputs")
+_QR_HINT = ("not differentiable yet outside np.linalg.qr (which is): for a matrix of full "
+            "column rank, R = np.linalg.cholesky(A.T @ A).T and Q = A @ np.linalg.inv(R) are "
+            "its thin QR factors (R with a positive diagonal)")
 _LSTSQ_HINT = ("not differentiable yet: for a matrix of full column rank, np.linalg.solve("
                "A.T @ A, A.T @ b) is the least-squares solution")
 _NOT_YET = {

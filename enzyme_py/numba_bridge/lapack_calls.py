@@ -2,9 +2,10 @@
 
 Numba's helper library wraps only the routines its primal code needs (getrf, gesv, potrf, ...);
 the derivatives also need triangular solves and products (trsm, trmm), LU solves (getrs), row
-interchanges (laswp), matrix copies (lacpy) and gemm with any alpha and beta. They come from the same BLAS/LAPACK
-Numba uses: the function pointers scipy exports in `scipy.linalg.cython_blas` and
-`cython_lapack`, made known to LLVM as `enzyme_py.f.<routine>` (`llvmlite.binding.add_symbol`).
+interchanges (laswp), matrix copies (lacpy) and gemm with any alpha and beta. They come from
+the same BLAS/LAPACK Numba uses: the function pointers scipy exports in
+`scipy.linalg.cython_blas` and `cython_lapack`, made known to LLVM as `enzyme_py.f.<routine>`
+(`llvmlite.binding.add_symbol`).
 
 Each routine is called through a small internal function `enzyme_py.lapack.<routine>.<t>`
 taking values (i8 flags, i64 sizes, T scalars, pointers) that stores them in stack slots and
