@@ -27,6 +27,8 @@ from .blas_level2_3 import GEMM_RECORD, GEMV_RECORD
 from .blas_norm import NRM2_RECORD
 from .lapack_cholesky import POTRF_RECORD
 from .lapack_eigh import EVD_RECORD
+from .lapack_lstsq import LSTSQ_RECORD
+from .lapack_lstsq import prepare as prepare_lstsq
 from .lapack_lu import GESV_RECORD, GETRF_RECORD, GETRI_RECORD
 from .lapack_qr import QR_RECORD
 from .lapack_qr import prepare as prepare_qr
@@ -47,7 +49,6 @@ _NOT_YET = {
     "numba_ez_cgeev": ("eigendecomposition (LAPACK numba_ez_cgeev: np.linalg.eig or eigvals)",
                        _LINALG_HINT),
     "numba_ez_xxgqr": ("QR factorisation (LAPACK numba_ez_xxgqr: np.linalg.qr)", _QR_HINT),
-    "numba_ez_gelsd": ("least squares (LAPACK numba_ez_gelsd: np.linalg.lstsq)", _LSTSQ_HINT),
 }
 _PYTHON_API = ("Py", "_Py", "numba_gil_", "numba_unpickle", "numba_runtime_")
 _PYTHON_PROBLEM = CallProblem(
@@ -81,7 +82,10 @@ register(
     # the runtime's own header is written; the data returned is the owner's, not an argument.
     KnownCall("NRT_MemInfo_varsize_realloc", fresh=True, pointer_neutral=True, writes=()),
     DOT_RECORD, GEMV_RECORD, GEMM_RECORD, NRM2_RECORD, GESV_RECORD, GETRF_RECORD, GETRI_RECORD,
-    POTRF_RECORD, EVD_RECORD, SVD_RECORD, QR_RECORD,
+    POTRF_RECORD, EVD_RECORD, SVD_RECORD, QR_RECORD, LSTSQ_RECORD,
+    KnownCall("numba_ez_gelsd", prepare=prepare_lstsq, problem=CallProblem(
+        "least squares of a complex matrix (LAPACK numba_ez_gelsd: np.linalg.lstsq)",
+        _LSTSQ_HINT)),
     KnownCall("numba_ez_geqrf", prepare=prepare_qr, problem=CallProblem(
         "QR factorisation (LAPACK numba_ez_geqrf: np.linalg.qr)", _QR_HINT)),
     *(KnownCall(name, problem=CallProblem(*text)) for name, text in _NOT_YET.items()),
