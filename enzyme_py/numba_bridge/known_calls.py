@@ -13,9 +13,9 @@ which gives C's heap memory the same raw-buffer shadows.
   `numba_xxgemm` (`blas_level2_3.py`) and the norm `numba_xxnrm2` (`blas_norm.py`),
   differentiable; so are the LAPACK helpers of solve, inv, det and slogdet (`lapack_lu.py`)
   cholesky (`lapack_cholesky.py`), eigh and eigvalsh (`lapack_eigh.py`), svd, pinv, norm 2
-  and cond (`lapack_svd.py`, `lapack_svd_prepare.py`) and qr (`lapack_qr.py`); the other
-  LAPACK helpers, typed containers and Python object operations are known
-  problems.
+  and cond (`lapack_svd.py`, `lapack_svd_prepare.py`), qr (`lapack_qr.py`) and lstsq
+  (`lapack_lstsq.py`); the other LAPACK helpers, typed containers and Python object
+  operations are known problems.
 """
 from __future__ import annotations
 
@@ -35,14 +35,14 @@ from .lapack_qr import prepare as prepare_qr
 from .lapack_svd import SVD_RECORD
 
 _LINALG_HINT = ("not differentiable yet (np.linalg.solve, inv, det, slogdet, cholesky, eigh, "
-                "eigvalsh, svd, pinv and qr are): write the algorithm with loops over NumPy "
-                "arrays, or pass its result as a 'const' argument when it does not depend on "
-                "differentiated inputs")
+                "eigvalsh, svd, pinv, qr and lstsq are): write the algorithm with loops over "
+                "NumPy arrays, or pass its result as a 'const' argument when it does not "
+                "depend on differentiated inputs")
 _QR_HINT = ("not differentiable yet outside np.linalg.qr (which is): for a matrix of full "
             "column rank, R = np.linalg.cholesky(A.T @ A).T and Q = A @ np.linalg.inv(R) are "
             "its thin QR factors (R with a positive diagonal)")
-_LSTSQ_HINT = ("not differentiable yet: for a matrix of full column rank, np.linalg.solve("
-               "A.T @ A, A.T @ b) is the least-squares solution")
+_LSTSQ_HINT = ("not differentiable yet: for a real matrix of full column rank, "
+               "np.linalg.solve(A.T @ A, A.T @ b) is the least-squares solution")
 _NOT_YET = {
     "numba_ez_rgeev": ("eigendecomposition (LAPACK numba_ez_rgeev: np.linalg.eig or eigvals)",
                        _LINALG_HINT),

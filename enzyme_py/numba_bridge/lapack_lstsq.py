@@ -121,13 +121,14 @@ def _check(ctx: CallContext, inst: Instruction) -> None:
     if not ctx.has_shadow(inst.operands[_B]):
         raise ctx.diag.unsupported(f"least squares ({inst.callee_name}) into memory without a "
                                    f"shadow ({ctx.describe(inst.operands[_B])})", inst)
-    for pos, what in ((_A, "the matrix it destroys"), (_S, "its singular values")):
+    for pos, what, hint in (
+            (_A, "matrix (destroyed)", "not supported yet: solve with a copy of the matrix"),
+            (_S, "singular values", "not supported yet: np.linalg.svd(A, full_matrices=False)"
+             "[1] gives the singular values")):
         used = uses_after(inst, inst.operands[pos])
         if used:
             raise ctx.diag.unsupported(f"least squares (np.linalg.lstsq) whose {what} the "
-                                       "function reads after the call", used[0],
-                                       "not supported yet: np.linalg.svd(A, full_matrices="
-                                       "False)[1] gives the singular values")
+                                       "function reads after the call", used[0], hint)
 
 
 def _values(ctx, inst: Instruction) -> tuple[Value, ...]:
