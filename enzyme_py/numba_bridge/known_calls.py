@@ -84,7 +84,7 @@ register(
     DOT_RECORD, GEMV_RECORD, GEMM_RECORD, NRM2_RECORD, GESV_RECORD, GETRF_RECORD, GETRI_RECORD,
     POTRF_RECORD, EVD_RECORD, SVD_RECORD, QR_RECORD, LSTSQ_RECORD,
     KnownCall("numba_ez_gelsd", prepare=prepare_lstsq, problem=CallProblem(
-        "least squares of a complex matrix (LAPACK numba_ez_gelsd: np.linalg.lstsq)",
+        "least squares (LAPACK numba_ez_gelsd: np.linalg.lstsq) of a complex matrix",
         _LSTSQ_HINT)),
     KnownCall("numba_ez_geqrf", prepare=prepare_qr, problem=CallProblem(
         "QR factorisation (LAPACK numba_ez_geqrf: np.linalg.qr)", _QR_HINT)),

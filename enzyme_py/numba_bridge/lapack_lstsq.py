@@ -20,16 +20,16 @@ from __future__ import annotations
 from ir_passes.diff.raising import raise_unless
 from ir_passes.errors import UnsupportedError
 from ir_passes.ir.builder import Builder, counted_loop, declare
-from ir_passes.ir.types import (DOUBLE, I1, I8, I32, I64, PTR, VOID, FloatType, FunctionType,
-                                size_of)
+from ir_passes.ir.types import DOUBLE, I8, I32, I64, PTR, VOID, FloatType, FunctionType
 from ir_passes.ir.values import Function, Instruction, Module, Value, const_float, const_int, \
     zero
 from ir_passes.known.model import (CallContext, Flow, ForwardCalls, KnownCall, ReadInReverse,
-                                   ReverseCalls, Role, runtime_call)
+                                   ReverseCalls)
 
 from .blas import dot_type
 from .blas_calls import zero_matrix
 from .lapack_calls import call, release, scratch
+from .lapack_rewrite import fresh_array, position_after, release_arrays, replace_call
 from .lapack_uses import uses_after
 
 GELSD, LSTSQ = "numba_ez_gelsd", "enzyme_py.lstsq."
@@ -54,35 +54,17 @@ def prepare(module: Module, gelsd: Instruction) -> None:
     b.position_before(gelsd)
     owners, buffers = [], []
     for rows, cols in ((m, n), (n, n), (m, nrhs)):
-        owner, data = _fresh(b, module, b.mul(rows, cols), t)
+        owner, data = fresh_array(b, module, b.mul(rows, cols), t)
         owners.append(owner)
         buffers.append(data)
     call_ = b.call(_lstsq_function(module, t), [*gelsd.operands, *buffers], I32)
-    _replace(gelsd, call_)
-    after = call_.block.instructions[call_.block.instructions.index(call_) + 1]
-    b.position_before(after)
+    replace_call(gelsd, call_)
+    position_after(b, call_)
+    after = b.block.instructions[b.index]
     rank = b.cast("sext", b.load(I32, gelsd.operands[_RANK]), I64)
     raise_unless(module, after, b.icmp("eq", rank, n), UnsupportedError, DEFICIENT)
     b.position_before(after)
-    decref = declare(module, runtime_call(Role.DECREF).name, VOID, [PTR])
-    for owner in owners:
-        b.call(decref, [owner], VOID)
-
-
-def _replace(inst: Instruction, new: Value) -> None:
-    """Remove `inst`, its uses taking `new` (inserted before it)."""
-    block = inst.block
-    assert block is not None and block.function is not None
-    block.instructions.remove(inst)
-    for other in block.function.instructions():
-        other.replace_uses(inst, new)
-
-
-def _fresh(b: Builder, module: Module, count: Value, t: FloatType) -> tuple[Value, Value]:
-    alloc = declare(module, runtime_call(Role.HANDLE_ALLOC).name, PTR, [I64, I32])
-    data = declare(module, runtime_call(Role.HANDLE_DATA).name, PTR, [PTR])
-    owner = b.call(alloc, [b.mul(count, const_int(I64, size_of(t))), const_int(I32, 32)], PTR)
-    return owner, b.call(data, [owner], PTR)
+    release_arrays(b, module, owners)
 
 
 def _lstsq_function(module: Module, t: FloatType) -> Function:

@@ -20,15 +20,15 @@ from __future__ import annotations
 from ir_passes.diff.raising import raise_unless
 from ir_passes.errors import UnsupportedError
 from ir_passes.ir.builder import Builder, declare
-from ir_passes.ir.types import I1, I8, I32, I64, PTR, VOID, FloatType, FunctionType, size_of
+from ir_passes.ir.types import I8, I32, I64, PTR, FloatType, FunctionType
 from ir_passes.ir.values import Function, Instruction, Module, Value, const_int
 from ir_passes.known.memory import pointer_base
-from ir_passes.known.model import (Flow, ForwardCalls, KnownCall, ReadInReverse, ReverseCalls,
-                                   Role, runtime_call)
+from ir_passes.known.model import Flow, ForwardCalls, KnownCall, ReadInReverse, ReverseCalls
 
 from .blas import dot_type
 from .blas_calls import zero_matrix
 from .lapack_calls import call, mask_triangles, release, scratch
+from .lapack_rewrite import copy_floats, fresh_array, release_arrays, replace_call
 from .lapack_uses import uses_after
 
 GEQRF, ORGQR, QR = "numba_ez_geqrf", "numba_ez_xxgqr", "enzyme_py.qr."
@@ -66,34 +66,13 @@ def prepare(module: Module, geqrf: Instruction) -> None:
     m, n = geqrf.operands[_M], geqrf.operands[_N]
     raise_unless(module, geqrf, b.icmp("sge", m, n), UnsupportedError, WIDE)
     b.position_before(geqrf)
-    q_owner, q = _fresh(b, module, b.mul(m, n), t)
-    r_owner, r = _fresh(b, module, b.mul(n, n), t)
-    status = b.call(_qr_function(module, t), [*geqrf.operands[:6], q, r], I32)
-    _replace(geqrf, status)
+    q_owner, q = fresh_array(b, module, b.mul(m, n), t)
+    r_owner, r = fresh_array(b, module, b.mul(n, n), t)
+    replace_call(geqrf, b.call(_qr_function(module, t), [*geqrf.operands[:6], q, r], I32))
     b.position_before(orgqr)
-    size = b.mul(b.mul(m, n), const_int(I64, size_of(t)))
-    memcpy = declare(module, "llvm.memcpy.p0.p0.i64", VOID, [PTR, PTR, I64, I1])
-    b.call(memcpy, [orgqr.operands[_G_A], q, size, const_int(I1, 0)], VOID)
-    decref = declare(module, runtime_call(Role.DECREF).name, VOID, [PTR])
-    for owner in (q_owner, r_owner):
-        b.call(decref, [owner], VOID)
-    _replace(orgqr, const_int(orgqr.type, 0))
-
-
-def _replace(inst: Instruction, new: Value) -> None:
-    """Remove `inst`, its uses taking `new`."""
-    block = inst.block
-    assert block is not None and block.function is not None
-    block.instructions.remove(inst)
-    for other in block.function.instructions():
-        other.replace_uses(inst, new)
-
-
-def _fresh(b: Builder, module: Module, count: Value, t: FloatType) -> tuple[Value, Value]:
-    alloc = declare(module, runtime_call(Role.HANDLE_ALLOC).name, PTR, [I64, I32])
-    data = declare(module, runtime_call(Role.HANDLE_DATA).name, PTR, [PTR])
-    owner = b.call(alloc, [b.mul(count, const_int(I64, size_of(t))), const_int(I32, 32)], PTR)
-    return owner, b.call(data, [owner], PTR)
+    copy_floats(b, module, t, orgqr.operands[_G_A], q, b.mul(m, n))
+    release_arrays(b, module, [q_owner, r_owner])
+    replace_call(orgqr, const_int(orgqr.type, 0))
 
 
 def _qr_function(module: Module, t: FloatType) -> Function:

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from ir_passes.diff.raising import raise_unless
 from ir_passes.errors import UnsupportedError
-from ir_passes.ir.builder import Builder, declare
-from ir_passes.ir.types import I1, I32, I64, PTR, VOID, FloatType, size_of
+from ir_passes.ir.builder import Builder
+from ir_passes.ir.types import FloatType
 from ir_passes.ir.values import ConstInt, Instruction, Module, Value, const_int
-from ir_passes.known.model import Role, runtime_call
 
 from .blas import dot_type
+from .lapack_rewrite import copy_floats, fresh_array, position_after, release_arrays
 from .lapack_uses import overwritten_after
 
 JOBZ, M, N, A, LDA, S, U, LDU, VT, LDVT = range(1, 11)
@@ -67,12 +67,12 @@ def _compute_vectors(module: Module, inst: Instruction, t: FloatType) -> None:
     m, n, k = _sizes(b, inst)
     owners = []
     for pos, ld, rows, cols in ((U, LDU, m, k), (VT, LDVT, k, n)):
-        owner, inst.operands[pos] = _fresh(b, module, b.mul(rows, cols), t)
+        owner, inst.operands[pos] = fresh_array(b, module, b.mul(rows, cols), t)
         inst.operands[ld] = rows
         owners.append(owner)
     _set_jobz(inst, "S")
-    _after(b, inst)
-    _release(b, module, owners)
+    position_after(b, inst)
+    release_arrays(b, module, owners)
 
 
 def _copy_changed_results(module: Module, inst: Instruction, t: FloatType) -> None:
@@ -86,32 +86,11 @@ def _copy_changed_results(module: Module, inst: Instruction, t: FloatType) -> No
     copies, owners = [], []
     for pos, count in ((S, k), (U, b.mul(inst.operands[LDU], k)),
                        (VT, b.mul(inst.operands[LDVT], n))):
-        owner, data = _fresh(b, module, count, t)
-        copies.append((inst.operands[pos], data, b.mul(count, const_int(I64, size_of(t)))))
+        owner, data = fresh_array(b, module, count, t)
+        copies.append((inst.operands[pos], data, count))
         inst.operands[pos] = data
         owners.append(owner)
-    _after(b, inst)
-    memcpy = declare(module, "llvm.memcpy.p0.p0.i64", VOID, [PTR, PTR, I64, I1])
-    for dest, src, size in copies:
-        b.call(memcpy, [dest, src, size, const_int(I1, 0)], VOID)
-    _release(b, module, owners)
-
-
-def _fresh(b: Builder, module: Module, count: Value, t: FloatType) -> tuple[Value, Value]:
-    """A fresh array of `count` floats `t` (an NRT owner, as Numba allocates): owner, data."""
-    alloc = declare(module, runtime_call(Role.HANDLE_ALLOC).name, PTR, [I64, I32])
-    data = declare(module, runtime_call(Role.HANDLE_DATA).name, PTR, [PTR])
-    owner = b.call(alloc, [b.mul(count, const_int(I64, size_of(t))), const_int(I32, 32)], PTR)
-    return owner, b.call(data, [owner], PTR)
-
-
-def _after(b: Builder, inst: Instruction) -> None:
-    block = inst.block
-    assert block is not None
-    b.position_before(block.instructions[block.instructions.index(inst) + 1])
-
-
-def _release(b: Builder, module: Module, owners: list[Value]) -> None:
-    decref = declare(module, runtime_call(Role.DECREF).name, VOID, [PTR])
-    for owner in owners:
-        b.call(decref, [owner], VOID)
+    position_after(b, inst)
+    for dest, src, count in copies:
+        copy_floats(b, module, t, dest, src, count)
+    release_arrays(b, module, owners)
