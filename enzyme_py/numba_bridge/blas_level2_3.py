@@ -3,8 +3,9 @@
 `numba_xxgemv(kind, trans, m, n, alpha, a, lda, x, beta, y)`: y = alpha op(A) x + beta y, and
 `numba_xxgemm(kind, transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)`:
 C = alpha op(A) op(B) + beta C, column-major (Fortran) with leading dimensions, op(A) = A or
-A^T as `trans` is 'n' or 't'. Numba passes alpha and beta through stack slots holding 1.0 and
-0.0 and constant `trans` flags; `check` refuses anything else, and the complex kinds.
+A^T as `trans` is 'n' or 't' (or 'c'). Numba passes alpha and beta through stack slots holding
+1.0 and 0.0 (np.linalg.pinv: constant arrays) and constant `trans` flags; `check` refuses
+anything else, and the complex kinds.
 
 Derivatives are BLAS calls again (through small internal functions owning their alpha/beta
 slots, `blas_calls.py`):
@@ -16,8 +17,11 @@ The reverse reads A and x (A and B) as they were at the call (`reverse_reads`).
 """
 from __future__ import annotations
 
-from ir_passes.ir.types import FloatType
-from ir_passes.ir.values import ConstFloat, ConstInt, Instruction, Value
+import re
+import struct
+
+from ir_passes.ir.types import DOUBLE, FloatType, size_of
+from ir_passes.ir.values import ConstFloat, ConstInt, GlobalRef, Instruction, Module, Value
 from ir_passes.known.model import (CallContext, Flow, ForwardCalls, KnownCall, ReadInReverse,
                                    ReverseCalls)
 
@@ -38,12 +42,16 @@ def _flag(inst: Instruction, i: int) -> str | None:
     if not isinstance(op, ConstInt):
         return None
     flag = chr(op.value & 0xFF).lower()
+    flag = "t" if flag == "c" else flag      # conjugate transpose: the transpose (real kinds)
     return flag if flag in _FLIP else None
 
 
-def _slot_constant(inst: Instruction, ptr: Value) -> float | None:
+def _slot_constant(module: Module, inst: Instruction, ptr: Value) -> float | None:
     """The constant a stack slot holds at `inst`: the last store to it earlier in `inst`'s
-    block (Numba sets its alpha and beta slots right before the call), else None."""
+    block (Numba sets its alpha and beta slots right before the call), or a constant global
+    array's first element (np.linalg.pinv's), else None."""
+    if isinstance(ptr, GlobalRef):
+        return _global_constant(module, ptr.name, dot_type(inst))
     if not (isinstance(ptr, Instruction) and ptr.opcode == "alloca") or inst.block is None:
         return None
     block = inst.block.instructions
@@ -51,6 +59,21 @@ def _slot_constant(inst: Instruction, ptr: Value) -> float | None:
               if s.opcode == "store" and s.operands[1] is ptr]
     value = stores[-1].operands[0] if stores else None
     return value.value if isinstance(value, ConstFloat) else None
+
+
+def _global_constant(module: Module, name: str, t: FloatType | None) -> float | None:
+    """The value of the one-element constant array `@name` of floats `t`: its bytes."""
+    line = module.globals.get(name, "")
+    found = re.search(r"= (?:internal |private )?(?:unnamed_addr )?constant "
+                      r"\[(\d+) x i8\] (zeroinitializer|c\"([^\"]*)\")", line)
+    if t is None or found is None or int(found.group(1)) != size_of(t):
+        return None
+    if found.group(2) == "zeroinitializer":
+        return 0.0
+    data = re.sub(rb"\\([0-9A-Fa-f]{2})", lambda m: bytes([int(m.group(1), 16)]),
+                  found.group(3).encode("latin-1"))
+    return struct.unpack("<d" if t == DOUBLE else "<f", data)[0] \
+        if len(data) == size_of(t) else None
 
 
 def _check(ctx: CallContext, inst: Instruction, flags: tuple[int, ...], alpha: int,
@@ -61,8 +84,8 @@ def _check(ctx: CallContext, inst: Instruction, flags: tuple[int, ...], alpha: i
                                    "not supported yet: only float32 and float64 products are "
                                    "differentiable")
     if any(_flag(inst, i) is None for i in flags) \
-            or _slot_constant(inst, inst.operands[alpha]) != 1.0 \
-            or _slot_constant(inst, inst.operands[beta]) != 0.0:
+            or _slot_constant(ctx.module, inst, inst.operands[alpha]) != 1.0 \
+            or _slot_constant(ctx.module, inst, inst.operands[beta]) != 0.0:
         raise ctx.diag.unsupported(f"{name} with other than constant transposes, alpha = 1 "
                                    "and beta = 0", inst,
                                    "not supported yet: call it as Numba's np.dot does")

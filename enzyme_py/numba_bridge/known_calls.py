@@ -12,9 +12,10 @@ which gives C's heap memory the same raw-buffer shadows.
 * `numba_xxdot`, the BLAS dot product (`blas.py`), and the matrix products `numba_xxgemv`,
   `numba_xxgemm` (`blas_level2_3.py`) and the norm `numba_xxnrm2` (`blas_norm.py`),
   differentiable; so are the LAPACK helpers of solve, inv, det and slogdet (`lapack_lu.py`)
-  cholesky (`lapack_cholesky.py`), eigh (`lapack_eigh.py`) and the thin svd (`lapack_svd.py`);
-  the other LAPACK helpers, typed containers (`numba.typed.List`, `Dict`) and Python object
-  operations are known problems.
+  cholesky (`lapack_cholesky.py`), eigh and eigvalsh (`lapack_eigh.py`), svd, pinv, norm 2
+  and cond (`lapack_svd.py`, `lapack_svd_prepare.py`), qr (`lapack_qr.py`) and lstsq
+  (`lapack_lstsq.py`); the other LAPACK helpers, typed containers (`numba.typed.List`,
+  `Dict`) and Python object operations are known problems.
 * A reflected list's storage: `NRT_MemInfo_new_varsize_dtor` makes it, `NRT_MemInfo_varsize_
   realloc` resizes it (roles HANDLE_VARSIZE, VARSIZE_REALLOC: the pass gives a list of floats
   a shadow resized with it).
@@ -29,25 +30,28 @@ from .blas_level2_3 import GEMM_RECORD, GEMV_RECORD
 from .blas_norm import NRM2_RECORD
 from .lapack_cholesky import POTRF_RECORD
 from .lapack_eigh import EVD_RECORD
+from .lapack_lstsq import LSTSQ_RECORD
+from .lapack_lstsq import prepare as prepare_lstsq
 from .lapack_lu import GESV_RECORD, GETRF_RECORD, GETRI_RECORD
+from .lapack_qr import QR_RECORD
+from .lapack_qr import prepare as prepare_qr
 from .lapack_svd import SVD_RECORD
 
-_LINALG_HINT = ("not differentiable yet (np.linalg.solve, inv, det, slogdet, cholesky, eigh and "
-                "svd are): write the algorithm with loops over NumPy arrays, or pass its result "
-                "as a 'const' argument when it does not depend on differentiated inputs")
-_QR_HINT = ("not differentiable yet: for a matrix of full column rank, R = np.linalg.cholesky("
-            "A.T @ A).T and Q = A @ np.linalg.inv(R) are its thin QR factors (R with a positive "
-            "diagonal)")
-_LSTSQ_HINT = ("not differentiable yet: for a matrix of full column rank, np.linalg.solve("
-               "A.T @ A, A.T @ b) is the least-squares solution")
+_LINALG_HINT = ("not differentiable yet (np.linalg.solve, inv, det, slogdet, cholesky, eigh, "
+                "eigvalsh, svd, pinv, qr and lstsq are): write the algorithm with loops over "
+                "NumPy arrays, or pass its result as a 'const' argument when it does not "
+                "depend on differentiated inputs")
+_QR_HINT = ("not differentiable yet outside np.linalg.qr (which is): for a matrix of full "
+            "column rank, R = np.linalg.cholesky(A.T @ A).T and Q = A @ np.linalg.inv(R) are "
+            "its thin QR factors (R with a positive diagonal)")
+_LSTSQ_HINT = ("not differentiable yet: for a real matrix of full column rank, "
+               "np.linalg.solve(A.T @ A, A.T @ b) is the least-squares solution")
 _NOT_YET = {
     "numba_ez_rgeev": ("eigendecomposition (LAPACK numba_ez_rgeev: np.linalg.eig or eigvals)",
                        _LINALG_HINT),
     "numba_ez_cgeev": ("eigendecomposition (LAPACK numba_ez_cgeev: np.linalg.eig or eigvals)",
                        _LINALG_HINT),
-    "numba_ez_geqrf": ("QR factorisation (LAPACK numba_ez_geqrf: np.linalg.qr)", _QR_HINT),
     "numba_ez_xxgqr": ("QR factorisation (LAPACK numba_ez_xxgqr: np.linalg.qr)", _QR_HINT),
-    "numba_ez_gelsd": ("least squares (LAPACK numba_ez_gelsd: np.linalg.lstsq)", _LSTSQ_HINT),
 }
 _PYTHON_API = ("Py", "_Py", "numba_gil_", "numba_unpickle", "numba_runtime_")
 _PYTHON_PROBLEM = CallProblem(
@@ -87,7 +91,12 @@ register(
     KnownCall("NRT_MemInfo_varsize_realloc", fresh=True, pointer_neutral=True, writes=(),
               role=Role.VARSIZE_REALLOC),
     DOT_RECORD, GEMV_RECORD, GEMM_RECORD, NRM2_RECORD, GESV_RECORD, GETRF_RECORD, GETRI_RECORD,
-    POTRF_RECORD, EVD_RECORD, SVD_RECORD,
+    POTRF_RECORD, EVD_RECORD, SVD_RECORD, QR_RECORD, LSTSQ_RECORD,
+    KnownCall("numba_ez_gelsd", prepare=prepare_lstsq, problem=CallProblem(
+        "least squares (LAPACK numba_ez_gelsd: np.linalg.lstsq) of a complex matrix",
+        _LSTSQ_HINT)),
+    KnownCall("numba_ez_geqrf", prepare=prepare_qr, problem=CallProblem(
+        "QR factorisation (LAPACK numba_ez_geqrf: np.linalg.qr)", _QR_HINT)),
     *(KnownCall(name, problem=CallProblem(*text)) for name, text in _NOT_YET.items()),
     *(KnownCall(prefix, prefix=True, problem=_PYTHON_PROBLEM) for prefix in _PYTHON_API),
     *(KnownCall(prefix, prefix=True, problem=_container_problem(*text))

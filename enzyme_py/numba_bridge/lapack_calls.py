@@ -2,9 +2,10 @@
 
 Numba's helper library wraps only the routines its primal code needs (getrf, gesv, potrf, ...);
 the derivatives also need triangular solves and products (trsm, trmm), LU solves (getrs), row
-interchanges (laswp) and gemm with any alpha and beta. They come from the same BLAS/LAPACK
-Numba uses: the function pointers scipy exports in `scipy.linalg.cython_blas` and
-`cython_lapack`, made known to LLVM as `enzyme_py.f.<routine>` (`llvmlite.binding.add_symbol`).
+interchanges (laswp), matrix copies (lacpy) and gemm with any alpha and beta. They come from
+the same BLAS/LAPACK Numba uses: the function pointers scipy exports in
+`scipy.linalg.cython_blas` and `cython_lapack`, made known to LLVM as `enzyme_py.f.<routine>`
+(`llvmlite.binding.add_symbol`).
 
 Each routine is called through a small internal function `enzyme_py.lapack.<routine>.<t>`
 taking values (i8 flags, i64 sizes, T scalars, pointers) that stores them in stack slots and
@@ -31,6 +32,7 @@ _SIGNATURES = {
     "trmm": "cccciifpipi",
     "getrs": "ciipippio",         # trans n nrhs a lda ipiv b ldb info
     "laswp": "ipiiipi",           # n a lda k1 k2 ipiv incx
+    "lacpy": "ciipipi",           # uplo m n a lda b ldb
 }
 _BLAS = ("gemm", "trsm", "trmm")
 _PARAM = {"c": I8, "i": I64, "p": PTR}
@@ -94,8 +96,8 @@ def _size(v: Value | int) -> Value:
 
 def call(b: Builder, module: Module, t: FloatType, routine: str, *args: Value | str | float | int
          ) -> None:
-    """Call `routine` ("gemm", "trsm", "trmm", "getrs", "laswp") for float type `t`; flags are
-    one-letter strings, scalars Python floats, sizes i64 values or ints, arrays pointers."""
+    """Call `routine` (a key of `_SIGNATURES`) for float type `t`; flags are one-letter strings,
+    scalars Python floats, sizes i64 values or ints, arrays pointers."""
     kinds = [k for k in _SIGNATURES[routine] if k != "o"]
     assert len(kinds) == len(args), routine
     values = [const_int(I8, ord(a)) if k == "c" else const_float(t, a) if k == "f"

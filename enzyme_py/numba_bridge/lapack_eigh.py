@@ -9,20 +9,23 @@ distinct) and S the symmetric matrix of the lower triangle of A':
 * forward: M = V^T S V; w' = diag(M), V' = V (E o M) (gemms, Hadamard product);
 * reverse: Abar = V (diag(wbar) + E o (V^T Vbar)) V^T; the lower triangle's adjoint is
   Abar + Abar^T off the diagonal and Abar on it; the upper triangle's is zero (overwritten).
-For jobz = 'N' only w is differentiated; the derivative needs V, so only jobz = 'V' calls
-(eigh) are supported.
+np.linalg.eigvalsh calls with jobz = 'N' over Numba's copy of A, which nothing reads after
+the call: `_prepare` makes such a call compute the eigenvectors too (the derivative needs
+them), so it is differentiated as eigh's (the eigenvalues agree up to rounding).
 """
 from __future__ import annotations
 
 from ir_passes.ir.builder import Builder, counted_loop
 from ir_passes.ir.types import I64, PTR, VOID, FloatType, FunctionType
-from ir_passes.ir.values import ConstInt, Function, Instruction, Module, Value, zero
+from ir_passes.ir.values import ConstInt, Function, Instruction, Module, Value, const_int, \
+    zero
 from ir_passes.known.model import (CallContext, Flow, ForwardCalls, KnownCall, ReadInReverse,
                                    ReverseCalls)
 
 from .blas_calls import zero_matrix
 from .lapack_calls import call, mask_triangles, release, scratch
 from .lapack_lu import element_type
+from .lapack_uses import uses_after
 
 EVD = "numba_ez_xxxevd"
 _JOBZ, _UPLO, _N, _A, _LDA, _W = range(1, 7)
@@ -34,13 +37,19 @@ def _flag(inst: Instruction, pos: int) -> str | None:
     return chr(op.value & 0xFF) if isinstance(op, ConstInt) else None
 
 
+def _prepare(module: Module, inst: Instruction) -> None:
+    """Eigenvalues alone (eigvalsh) computed with the eigenvectors, over the copy of A that
+    nothing reads after the call."""
+    if _flag(inst, _JOBZ) == "N" and not uses_after(inst, inst.operands[_A]):
+        inst.operands[_JOBZ] = const_int(inst.operands[_JOBZ].type, ord("V"))
+
+
 def _check(ctx: CallContext, inst: Instruction) -> None:
     element_type(ctx, inst, _WHAT)
     if _flag(inst, _JOBZ) != "V" or _flag(inst, _UPLO) != "L":
-        raise ctx.diag.unsupported(f"eigenvalues without eigenvectors ({EVD}: "
-                                   "np.linalg.eigvalsh)", inst,
-                                   "use np.linalg.eigh(A)[0]: its derivative uses the "
-                                   "eigenvectors")
+        raise ctx.diag.unsupported(f"eigenvalues without eigenvectors ({EVD}) over memory read "
+                                   "after the call", inst, "use np.linalg.eigh(A)[0] or "
+                                   "np.linalg.eigvalsh(A)")
     for pos in (_A, _W):
         if not ctx.has_shadow(inst.operands[pos]):
             raise ctx.diag.unsupported(f"{_WHAT} ({EVD}) into memory without a shadow "
@@ -134,7 +143,7 @@ def _if_not_null(b: Builder, ptr: Value, then) -> None:
 
 EVD_RECORD = KnownCall(
     EVD, writes=(_A, _W), flow=Flow(_A, (_A,)), more_flows=(Flow(_W, (_A,)),), check=_check,
-    forward=_forward, reverse=_reverse,
-    reverse_reads=ReadInReverse((_A, _W), f"{_WHAT} ({EVD}: np.linalg.eigh) whose results the "
-                                "function also writes", "write into copies of the eigenvalues "
-                                "and eigenvectors"))
+    forward=_forward, reverse=_reverse, prepare=_prepare,
+    reverse_reads=ReadInReverse((_A, _W), f"{_WHAT} ({EVD}: np.linalg.eigh, eigvalsh) whose "
+                                "results the function also writes", "write into copies of the "
+                                "eigenvalues and eigenvectors"))

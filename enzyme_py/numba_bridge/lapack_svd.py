@@ -3,7 +3,8 @@ gesdd), as a known call.
 
 `numba_ez_gesdd(kind, 'S', m, n, a, lda, s, u, ldu, vt, ldvt)` writes A = U diag(s) Vt for
 the column-major m x n `a` (k = min(m, n) singular values, U m x k, Vt k x n) and leaves
-`a` undefined (nothing may read it later). Singular values must be distinct and nonzero.
+`a` undefined (nothing may read it later; np.linalg.pinv overwrites it with a product).
+Singular values must be distinct and nonzero.
 With F_ij = 1/(s_j^2 - s_i^2) off the diagonal and P = U^T A' V:
 * forward: s' = diag(P); U' = U (F o (P S + S P^T)) + (A' V - U P) S^-1;
   Vt' = (F o (S P + P^T S))^T Vt + S^-1 (U^T A' - P Vt);
@@ -11,8 +12,8 @@ With F_ij = 1/(s_j^2 - s_i^2) off the diagonal and P = U^T A' V:
   A' = (U Z + (Ubar - U Ga) S^-1) Vt + U S^-1 (Vtbar - Gb^T Vt), where Ga = U^T Ubar,
   Gb = Vt Vtbar^T and Z = (F o (Ga - Ga^T)) S + diag(sbar) + S (F o (Gb - Gb^T)).
 Products are gemms; the element-wise parts (F o ..., diagonal scalings) small loops.
-full_matrices=True (jobz 'A': U and V are not unique beyond k columns) and singular values
-alone (jobz 'N': cond, matrix_rank, norm 2) are refused.
+Singular values alone (norm 2, cond), full_matrices=True and results changed after the call
+(pinv) are rewritten into such calls first (`lapack_svd_prepare.py`).
 """
 from __future__ import annotations
 
@@ -20,34 +21,31 @@ from typing import Callable
 
 from ir_passes.ir.builder import Builder, counted_loop
 from ir_passes.ir.types import I64, PTR, VOID, FloatType, FunctionType
-from ir_passes.ir.values import ConstInt, Function, Instruction, Module, Value, const_float, \
-    zero
+from ir_passes.ir.values import Function, Instruction, Module, Value, const_float, zero
 from ir_passes.known.model import (CallContext, Flow, ForwardCalls, KnownCall, ReadInReverse,
                                    ReverseCalls)
 
 from .blas_calls import zero_matrix
 from .lapack_calls import call, release, scratch
 from .lapack_lu import element_type
-from .lapack_uses import uses_after
+from .lapack_svd_prepare import (A as _A, LDA as _LDA, LDU as _LDU, LDVT as _LDVT, M as _M,
+                                 N as _N, S as _S, U as _U, VT as _VT, jobz, prepare)
+from .lapack_uses import overwrites_by_product, uses_after
 
 GESDD = "numba_ez_gesdd"
-_JOBZ, _M, _N, _A, _LDA, _S, _U, _LDU, _VT, _LDVT = range(1, 11)
 _WHAT = "singular value decomposition"
-_PINV_FIX = ("not supported yet: U, s, Vt = np.linalg.svd(A, full_matrices=False), then "
-             "(Vt.T / s) @ U.T")
 
 
 def _check(ctx: CallContext, inst: Instruction) -> None:
     element_type(ctx, inst, _WHAT)
-    jobz = inst.operands[_JOBZ]
-    if not (isinstance(jobz, ConstInt) and chr(jobz.value & 0xFF) == "S"):
+    if jobz(inst) != "S":
         raise ctx.diag.unsupported(f"{_WHAT} ({GESDD}) other than the thin one (np.linalg.svd "
-                                   "with full_matrices=True, or singular values alone: cond, "
-                                   "matrix_rank, a matrix 2-norm)", inst,
+                                   "with full_matrices=True)", inst,
                                    "call np.linalg.svd(A, full_matrices=False)")
-    if uses_after(inst, inst.operands[_A]):
-        raise ctx.diag.unsupported(f"{_WHAT} ({GESDD}) whose overwritten input is used after "
-                                   "the call (np.linalg.pinv)", inst, _PINV_FIX)
+    overwrites = overwrites_by_product(inst.operands[_A])
+    if not all(overwrites(u) for u in uses_after(inst, inst.operands[_A], overwrites)):
+        raise ctx.diag.unsupported(f"{_WHAT} ({GESDD}) whose overwritten input is read after "
+                                   "the call", inst, "not supported yet: take the SVD of a copy")
     for pos in (_S, _U, _VT):
         if not ctx.has_shadow(inst.operands[pos]):
             raise ctx.diag.unsupported(f"{_WHAT} ({GESDD}) into memory without a shadow "
@@ -198,6 +196,7 @@ def _elementwise_function(module: Module, t: FloatType, formula: str) -> Functio
 SVD_RECORD = KnownCall(
     GESDD, writes=(_A, _S, _U, _VT), flow=Flow(_S, (_A,)),
     more_flows=(Flow(_U, (_A,)), Flow(_VT, (_A,))), check=_check, forward=_forward,
-    reverse=_reverse,
-    reverse_reads=ReadInReverse((_S, _U, _VT), f"{_WHAT} ({GESDD}: np.linalg.svd or pinv) "
-                                "whose results the function also writes", _PINV_FIX))
+    reverse=_reverse, prepare=prepare,
+    reverse_reads=ReadInReverse((_S, _U, _VT), f"{_WHAT} ({GESDD}: np.linalg.svd) whose "
+                                "results the function also writes", "write into copies of "
+                                "U, s and Vt"))

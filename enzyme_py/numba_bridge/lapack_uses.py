@@ -11,8 +11,9 @@ from typing import Callable
 
 from ir_passes.ir.values import Instruction, Value
 from ir_passes.known.memory import pointer_base
-from ir_passes.known.model import Role, call_record, role_of
+from ir_passes.known.model import Role, call_record, role_of, written_arguments
 
+_GEMM_C, _GEMM_FACTORS = 12, (7, 9)     # numba_xxgemm's C, and its A and B
 _ADDRESS = ("getelementptr", "bitcast", "phi", "select", "addrspacecast", "freeze")
 
 
@@ -64,3 +65,22 @@ def uses_after(call: Instruction, ptr: Value,
                     seen.add(id(succ))
                     work.append((succ, 0))
     return found
+
+
+def overwritten_after(call: Instruction, ptr: Value) -> bool:
+    """Whether code after `call` writes the memory `ptr` points into (stores, calls)."""
+    base, owner = pointer_base(ptr), _owner(ptr)
+    return any(u.opcode == "store" and _same_memory(u.operands[1], base, owner)
+               or u.opcode == "call" and any(_same_memory(w, base, owner)
+                                             for w in written_arguments(u))
+               for u in uses_after(call, ptr))
+
+
+def overwrites_by_product(ptr: Value) -> Callable[[Instruction], bool]:
+    """Whether an instruction is a matrix product (numba_xxgemm) overwriting the memory `ptr`
+    points into (its output C, read by neither factor: np.linalg.pinv's last product)."""
+    base, owner = pointer_base(ptr), _owner(ptr)
+    return lambda u: (u.callee_name == "numba_xxgemm"
+                      and _same_memory(u.operands[_GEMM_C], base, owner)
+                      and not any(_same_memory(u.operands[i], base, owner)
+                                  for i in _GEMM_FACTORS))

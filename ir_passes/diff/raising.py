@@ -3,7 +3,8 @@
 Numba's ABI reports an exception by storing, through `excinfo`, a pointer to a constant
 `{ptr pickled, i32 length, ptr sha1, ptr null, i32 0}` describing `(class, args, location)`
 and returning status 1; the caller (Python wrapper or enclosing `@njit` code) re-raises it.
-Used for errors that only the derivative can see, e.g. a `d_ret` of the wrong shape.
+Used for errors that only the derivative can see, e.g. a `d_ret` of the wrong shape, or
+that only a run can (`raise_unless`: a matrix whose derivative is not defined).
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pickle
 
 from ..ir.builder import Builder
 from ..ir.types import I32
-from ..ir.values import GlobalRef, Module, Value, const_int
+from ..ir.values import Block, GlobalRef, Instruction, Module, Value, const_int
 
 
 def raise_exception(b: Builder, module: Module, excinfo: Value, exc: type,
@@ -39,3 +40,25 @@ def _bytes_global(name: str, data: bytes) -> str:
     text = "".join(chr(c) if 32 <= c < 127 and c not in (34, 92) else f"\\{c:02X}"
                    for c in data)
     return f'@"{name}" = internal constant [{len(data)} x i8] c"{text}"'
+
+
+def raise_unless(module: Module, inst: Instruction, ok: Value, exc: type,
+                 message: str) -> None:
+    """Split `inst`'s block before `inst` and raise `exc(message)` there unless `ok` (an i1
+    computed before `inst`), for a Numba-ABI function (excinfo is its second argument)."""
+    block, fn = inst.block, inst.block.function  # type: ignore[union-attr]
+    assert block is not None and fn is not None
+    at = block.instructions.index(inst)
+    name = f"enzyme_py.checked{len(fn.blocks)}"
+    rest, fail = Block(name, fn), Block(f"{name}.raise", fn)
+    fn.blocks[fn.blocks.index(block) + 1:fn.blocks.index(block) + 1] = [rest, fail]
+    for moved in block.instructions[at:]:
+        rest.append(moved)
+    del block.instructions[at:]
+    for succ in rest.successors():
+        for phi in succ.phis():
+            phi.incoming = [rest if b is block else b for b in phi.incoming]
+    b = Builder(block)
+    b.cbr(ok, rest, fail)
+    b.position_at_end(fail)
+    raise_exception(b, module, fn.args[1], exc, message)

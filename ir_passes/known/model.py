@@ -123,6 +123,10 @@ class KnownCall:
     forward: ForwardEmitter | None = None
     reverse: ReverseEmitter | None = None
     reverse_reads: ReadInReverse | Callable[[Instruction], ReadInReverse | None] | None = None
+    # Rewrites the call (when it touches derivatives) in the derivative's copy of the primal
+    # before synthesis, so that it also computes what its derivative reads (eigenvalues with
+    # their eigenvectors); the call's results must stay the same (up to rounding).
+    prepare: Callable[[Module, Instruction], None] | None = None
     # Never differentiable: the construct in the user's terms and a fix ("{name}": the callee).
     problem: CallProblem | None = None
 

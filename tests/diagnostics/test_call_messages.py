@@ -49,9 +49,10 @@ def with_typed_list(A, x):
 
 
 _NOT_YET = "not differentiable yet"
-_LINALG_FIX = (r"not differentiable yet \(np\.linalg\.solve, inv, det, slogdet, cholesky, eigh "
-               r"and svd are\): write the algorithm with loops over NumPy arrays, or pass its "
-               r"result as a 'const' argument when it does not depend on differentiated inputs")
+_LINALG_FIX = (r"not differentiable yet \(np\.linalg\.solve, inv, det, slogdet, cholesky, eigh, "
+               r"eigvalsh, svd, pinv, qr and lstsq are\): write the algorithm with loops over "
+               r"NumPy arrays, or pass its result as a 'const' argument when it does not depend "
+               r"on differentiated inputs")
 _ESCAPE_FIX = (r"not supported yet: compute the result with explicit loops into an output "
                r"array argument marked 'dup', or into a temporary from np\.empty")
 

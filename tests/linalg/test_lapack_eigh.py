@@ -1,7 +1,8 @@
-"""np.linalg.eigh (Numba's LAPACK syevd) in both modes: against central finite differences
-(Numba reads the lower triangle only; losses are invariant to the eigenvectors' signs),
-forward against reverse (inner product), const and dup, float32 and float64, C and F
-layouts; NRT allocations balanced; eigvalsh refused with a fix that works."""
+"""np.linalg.eigh and eigvalsh (Numba's LAPACK syevd; eigvalsh's call made to compute the
+eigenvectors too) in both modes: against central finite differences (Numba reads the lower
+triangle only; losses are invariant to the eigenvectors' signs), forward against reverse
+(inner product), const and dup, float32 and float64, C and F layouts; NRT allocations
+balanced."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,10 +10,7 @@ import pytest
 
 pytest.importorskip("scipy")
 
-from enzyme_py import UnsupportedError, derive_diff  # noqa: E402
-from tests.linalg.nrt import assert_released  # noqa: E402
-from tests.support.gradcheck import (check_forward, check_inner_product,  # noqa: E402
-                                     check_reverse, check_vector_forward)
+from tests.linalg.battery import battery  # noqa: E402
 from tests.support.kernel import Kernel  # noqa: E402
 
 
@@ -22,8 +20,11 @@ def spectrum(A, C):
 
 
 def eigenvalues(A):
-    """The fix the eigvalsh refusal names."""
     return np.sum(np.linalg.eigh(A)[0] ** 2)
+
+
+def eigenvalues_alone(A, c):
+    return np.sum(np.sin(np.linalg.eigvalsh(A)) * c)
 
 
 def _symmetric(r, n=3, dtype=np.float64, order="C"):
@@ -41,41 +42,13 @@ KERNELS = [
     Kernel("spectrum_f32", spectrum, lambda r: _args(r, np.float32), fd_rtol=2e-2),
     Kernel("spectrum_F_C_const", spectrum, lambda r: _args(r, order="F"), const=(1,)),
     Kernel("eigenvalues", eigenvalues, lambda r: (_symmetric(r, 4),)),
+    Kernel("eigvalsh", eigenvalues_alone, lambda r: (_symmetric(r, 4), r.standard_normal(4))),
+    Kernel("eigvalsh_A_const", eigenvalues_alone, lambda r: (_symmetric(r), np.ones(3)),
+           const=(0,)),
+    Kernel("eigvalsh_f32_F_c_const", eigenvalues_alone,
+           lambda r: (_symmetric(r, 3, np.float32, "F"), np.ones(3, np.float32)), const=(1,),
+           fd_rtol=2e-2),
 ]
-IDS = [k.name for k in KERNELS]
+test_forward, test_reverse, test_inner_product, test_vector_forward_per_lane, \
+    test_temporaries_are_released = battery(KERNELS)
 
-
-@pytest.mark.parametrize("kernel", KERNELS, ids=IDS)
-def test_forward(kernel):
-    check_forward(kernel)
-
-
-@pytest.mark.parametrize("kernel", KERNELS, ids=IDS)
-def test_reverse(kernel):
-    check_reverse(kernel)
-
-
-@pytest.mark.parametrize("kernel", KERNELS, ids=IDS)
-def test_inner_product(kernel):
-    check_inner_product(kernel)
-
-
-def test_vector_forward_per_lane():
-    check_vector_forward(KERNELS[0], 2)
-
-
-@pytest.mark.parametrize("check", [check_forward, check_reverse], ids=["forward", "reverse"])
-def test_temporaries_are_released(check):
-    kernel = KERNELS[0]
-    assert_released(check(kernel).df, kernel.args())
-
-
-def test_eigvalsh_is_refused_with_a_fix():
-    def f(A):
-        return np.sum(np.linalg.eigvalsh(A))
-
-    d = derive_diff(f, None, ("dup",))
-    with pytest.raises(UnsupportedError, match=r"cannot differentiate: eigenvalues without "
-                       r"eigenvectors \(numba_ez_xxxevd: np\.linalg\.eigvalsh\)(.*\n)*  fix: use "
-                       r"np\.linalg\.eigh\(A\)\[0\]: its derivative uses the eigenvectors"):
-        d(np.eye(2), np.zeros((2, 2)))

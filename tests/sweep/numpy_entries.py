@@ -255,10 +255,13 @@ LINALG = _section("linalg", [
     ("np.linalg.pinv", "np.linalg.pinv(A)", SQ, "A"),
     ("np.linalg.lstsq", "np.linalg.lstsq(X.T, y)[0]", of(m(), v(4)), "X, y"),
     ("np.linalg.qr (R)", "np.linalg.qr(A)[1]", SQ, "A"),
+    ("np.linalg.qr (Q, tall)", "np.linalg.qr(X.T)[0]", M1, "X"),
+    ("np.linalg.pinv (tall)", "np.linalg.pinv(X.T)", M1, "X"),
     ("np.linalg.svd (singular values)", "np.linalg.svd(A)[1]", SQ, "A"),
     ("np.linalg.matrix_power", "np.linalg.matrix_power(A, 3)", SQ, "A"),
     ("np.linalg.cond", "np.linalg.cond(A)", SPD, "A"),
     ("np.linalg.norm ord=2 (matrix)", "np.linalg.norm(A, 2)", SPD, "A"),
+    ("np.linalg.norm ord=-2 (matrix)", "np.linalg.norm(A, -2)", SQ, "A"),
 ])
 
 MISC = _section("misc", [

@@ -1,0 +1,48 @@
+"""The battery of tests every np.linalg rule gets, for a list of kernels: forward and reverse
+against central finite differences, forward against reverse (inner product), vector forward
+mode per lane, and NRT allocations balanced in both modes.
+
+    test_forward, test_reverse, test_inner_product, test_vector_forward_per_lane, \\
+        test_temporaries_are_released = battery(KERNELS)
+"""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import pytest
+
+from tests.linalg.nrt import assert_released
+from tests.support.gradcheck import (check_forward, check_inner_product, check_reverse,
+                                     check_vector_forward)
+from tests.support.kernel import Kernel
+
+
+def battery(kernels: Sequence[Kernel], lanes: int = 0, released: int = 0
+            ) -> tuple[Callable[..., None], ...]:
+    """The five tests over `kernels`; `lanes` and `released` index the kernel the vector
+    forward and NRT tests use."""
+    each = pytest.mark.parametrize("kernel", kernels, ids=[k.name for k in kernels])
+
+    @each
+    def test_forward(kernel):
+        check_forward(kernel)
+
+    @each
+    def test_reverse(kernel):
+        check_reverse(kernel)
+
+    @each
+    def test_inner_product(kernel):
+        check_inner_product(kernel)
+
+    def test_vector_forward_per_lane():
+        check_vector_forward(kernels[lanes], 2)
+
+    @pytest.mark.parametrize("check", [check_forward, check_reverse],
+                             ids=["forward", "reverse"])
+    def test_temporaries_are_released(check):
+        kernel = kernels[released]
+        assert_released(check(kernel).df, kernel.args())
+
+    return (test_forward, test_reverse, test_inner_product, test_vector_forward_per_lane,
+            test_temporaries_are_released)
