@@ -1,6 +1,7 @@
-"""BLAS calls the derivatives of matrix products emit: gemv and gemm through Numba's wrappers
-(`numba_xxgemv`, `numba_xxgemm`), each inside a small internal function that owns the slots
-of alpha (1) and beta (an argument), and the zeroing of an adjoint vector or matrix."""
+"""BLAS calls the derivatives of matrix products emit: gemv through Numba's wrapper
+(`numba_xxgemv`) inside a small internal function that owns the slots of alpha (1) and beta
+(an argument); gemm through the one entry point every derivative uses (`lapack_calls`, the
+Fortran routine with any alpha and beta); and the zeroing of an adjoint vector or matrix."""
 from __future__ import annotations
 
 from ir_passes.ir.builder import Builder, counted_loop, declare
@@ -8,13 +9,12 @@ from ir_passes.ir.types import DOUBLE, I8, I32, I64, PTR, VOID, FloatType, Funct
 from ir_passes.ir.values import FALSE, Function, Module, Value, const_float, const_int
 from ir_passes.known.generic import zero_memory
 
+from .lapack_calls import call as lapack_call
+
 # The wrappers' parameters, in order: "kind", "alpha" and "beta" are the slots and the kind
 # the internal function fills in; the others are its own parameters.
 _GEMV = (("kind", I8), ("trans", I8), ("m", I64), ("n", I64), ("alpha", PTR), ("a", PTR),
          ("lda", I64), ("x", PTR), ("beta", PTR), ("y", PTR))
-_GEMM = (("kind", I8), ("transa", I8), ("transb", I8), ("m", I64), ("n", I64), ("k", I64),
-         ("alpha", PTR), ("a", PTR), ("lda", I64), ("b", PTR), ("ldb", I64), ("beta", PTR),
-         ("c", PTR), ("ldc", I64))
 _FILLED = ("kind", "alpha", "beta")
 
 
@@ -57,9 +57,8 @@ def call_gemm(b: Builder, module: Module, t: FloatType, transa: str, transb: str
               m: Value, n: Value, k: Value, a: Value, lda: Value, bm: Value, ldb: Value,
               beta: float, c: Value, ldc: Value) -> None:
     """C = op(A) op(B) + beta C (column-major, op(A) m x k, op(B) k x n)."""
-    b.call(_blas_function(module, t, "gemm", _GEMM),
-           [_flag(transa), _flag(transb), m, n, k, a, lda, bm, ldb, c, ldc,
-            const_float(t, beta)], VOID)
+    lapack_call(b, module, t, "gemm", transa, transb, m, n, k, 1.0, a, lda, bm, ldb, beta, c,
+                ldc)
 
 
 def zero_matrix(b: Builder, module: Module, t: FloatType, ptr: Value, rows: Value,
