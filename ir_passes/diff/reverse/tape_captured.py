@@ -1,5 +1,6 @@
-"""The tape of a reverse derivative that is itself differentiated (forward or reverse over
-reverse: API.md's second derivatives every way round).
+"""The tape and kept memory of a derivative that is itself differentiated (forward or reverse
+over reverse, and over a forward derivative keeping its temporaries: API.md's second
+derivatives every way round).
 
 A reverse derivative keeps its tape in memory no outer pass can shadow: the buffer parked in a
 module global by the previous call, grown by `realloc` (`tape.py`). When a front end captures
@@ -12,8 +13,8 @@ a derivative's module to differentiate it, `differentiable_tapes` rewrites the m
 - its buffers come from `TAPE_ALLOCATE` (a raw allocation, role RAW_ALLOC), which tells the
   analyses that the memory is a tape: the integers read back from it (loop counts, branches
   taken) are numbers without derivative (`analysis.activity.tape_numbers`);
-- the shadows of temporaries are allocated and released each call, not kept in slots
-  (`parked_shadows.py`).
+- the temporaries and their shadows are allocated and released each call, not kept in slots
+  (`parked_shadows.py`; a forward derivative's kept temporaries, `forward_kept.py`, too).
 
 The rewritten grow, release, take and park functions lose `noinline`, so the front end
 inlines them.
