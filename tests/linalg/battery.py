@@ -17,10 +17,10 @@ from tests.support.gradcheck import (check_forward, check_inner_product, check_r
 from tests.support.kernel import Kernel
 
 
-def battery(kernels: Sequence[Kernel], lanes: int = 0, released: int = 0
+def battery(kernels: Sequence[Kernel], lanes: int = 0, released: Sequence[int] = (0,)
             ) -> tuple[Callable[..., None], ...]:
-    """The five tests over `kernels`; `lanes` and `released` index the kernel the vector
-    forward and NRT tests use."""
+    """The five tests over `kernels`; `lanes` indexes the kernel the vector forward test uses,
+    `released` those the NRT test uses."""
     each = pytest.mark.parametrize("kernel", kernels, ids=[k.name for k in kernels])
 
     @each
@@ -40,8 +40,9 @@ def battery(kernels: Sequence[Kernel], lanes: int = 0, released: int = 0
 
     @pytest.mark.parametrize("check", [check_forward, check_reverse],
                              ids=["forward", "reverse"])
-    def test_temporaries_are_released(check):
-        kernel = kernels[released]
+    @pytest.mark.parametrize("index", released, ids=[kernels[i].name for i in released])
+    def test_temporaries_are_released(check, index):
+        kernel = kernels[index]
         assert_released(check(kernel).df, kernel.args())
 
     return (test_forward, test_reverse, test_inner_product, test_vector_forward_per_lane,

@@ -11,9 +11,8 @@ from numba import njit
 pytest.importorskip("scipy")
 
 from enzyme_py import UnsupportedError, derive_diff  # noqa: E402
-from tests.linalg.nrt import assert_released  # noqa: E402
-from tests.support.gradcheck import (check_forward, check_inner_product,  # noqa: E402
-                                     check_reverse, check_vector_forward)
+from tests.linalg.battery import battery  # noqa: E402
+from tests.support.gradcheck import check_inner_product, check_reverse  # noqa: E402
 from tests.support.kernel import Kernel  # noqa: E402
 
 
@@ -44,32 +43,8 @@ KERNELS = [
     Kernel("factor_F_w_const", factor, lambda r: _args(r, order="F"), const=(1,)),
     Kernel("factor_of_product", factor_of_product, lambda r: (r.standard_normal((4, 3)),)),
 ]
-IDS = [k.name for k in KERNELS]
-
-
-@pytest.mark.parametrize("kernel", KERNELS, ids=IDS)
-def test_forward(kernel):
-    check_forward(kernel)
-
-
-@pytest.mark.parametrize("kernel", KERNELS, ids=IDS)
-def test_reverse(kernel):
-    check_reverse(kernel)
-
-
-@pytest.mark.parametrize("kernel", KERNELS, ids=IDS)
-def test_inner_product(kernel):
-    check_inner_product(kernel)
-
-
-def test_vector_forward_factors_per_lane():
-    check_vector_forward(KERNELS[0], 2)
-
-
-@pytest.mark.parametrize("check", [check_forward, check_reverse], ids=["forward", "reverse"])
-def test_temporaries_are_released(check):
-    kernel = KERNELS[IDS.index("factor_of_product")]
-    assert_released(check(kernel).df, kernel.args())
+test_forward, test_reverse, test_inner_product, test_vector_forward_per_lane, \
+    test_temporaries_are_released = battery(KERNELS, released=(4,))
 
 
 def _store_on_the_call_line(A):

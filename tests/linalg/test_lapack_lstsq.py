@@ -45,7 +45,7 @@ KERNELS = [
     Kernel("tall_f32", solution, lambda r: _args(r, 5, 3, 2, np.float32), fd_rtol=2e-2),
 ]
 test_forward, test_reverse, test_inner_product, test_vector_forward_per_lane, \
-    test_temporaries_are_released = battery(KERNELS, released=1)
+    test_temporaries_are_released = battery(KERNELS, released=(1,))
 
 
 @pytest.mark.parametrize("mode", ["forward", "reverse"])

@@ -13,9 +13,9 @@ import pytest
 pytest.importorskip("scipy")
 
 from enzyme_py import UnsupportedError, derive_diff  # noqa: E402
-from tests.linalg.nrt import assert_released  # noqa: E402
+from tests.linalg.battery import battery  # noqa: E402
 from tests.support.gradcheck import (check_forward, check_inner_product,  # noqa: E402
-                                     check_reverse, check_vector_forward)
+                                     check_reverse)
 from tests.support.kernel import Kernel  # noqa: E402
 
 
@@ -96,32 +96,10 @@ KERNELS = [
            outputs=(2,)),
 ]
 IDS = [k.name for k in KERNELS]
-
-
-@pytest.mark.parametrize("kernel", KERNELS, ids=IDS)
-def test_forward(kernel):
-    check_forward(kernel)
-
-
-@pytest.mark.parametrize("kernel", KERNELS, ids=IDS)
-def test_reverse(kernel):
-    check_reverse(kernel)
-
-
-@pytest.mark.parametrize("kernel", KERNELS, ids=IDS)
-def test_inner_product(kernel):
-    check_inner_product(kernel)
-
-
-def test_vector_forward_per_lane():
-    check_vector_forward(KERNELS[IDS.index("determinants")], 2)
-
-
-@pytest.mark.parametrize("check", [check_forward, check_reverse], ids=["forward", "reverse"])
-@pytest.mark.parametrize("name", ["solves", "inverses"])
-def test_temporaries_are_released(check, name):
-    kernel = KERNELS[IDS.index(name)]
-    assert_released(check(kernel).df, kernel.args())
+test_forward, test_reverse, test_inner_product, test_vector_forward_per_lane, \
+    test_temporaries_are_released = battery(
+        KERNELS, lanes=IDS.index("determinants"),
+        released=(IDS.index("solves"), IDS.index("inverses")))
 
 
 def test_high_matrix_power_forward_and_refused_in_reverse():
