@@ -10,12 +10,13 @@ import gc
 import numba
 import numpy as np
 import pytest
-from numba.core.runtime import _nrt_python, rtsys
+from numba.core.runtime import rtsys
 
 from enzyme_py import derive_diff
 from tests.support.allocation_probe import with_temporary
 from tests.support.gradcheck import check_reverse
 from tests.support.kernel import kernel
+from tests.support.nrt_stats import frees_by, nrt_statistics
 from tests.test_kept_memory_forward import branch_temporary, cubes_gradient, zeroed_temporary
 from tests.test_split import split_as_reverse
 
@@ -69,9 +70,7 @@ def test_tapes_held_at_once_each_have_their_own_memory():
         rev(x, g, A, b, 1.0, fwd(x, g, A, b)[1])
         return g
     round_trip(*small), round_trip(*big)               # compile; the kept memory exists
-    was_enabled = _nrt_python.memsys_stats_enabled()
-    _nrt_python.memsys_enable_stats()
-    try:
+    with nrt_statistics():
         before = _live()
         for _ in range(3):
             grads = [np.zeros(4), np.zeros(4)]
@@ -84,9 +83,6 @@ def test_tapes_held_at_once_each_have_their_own_memory():
             del unused                                  # its temporaries are released
             np.testing.assert_allclose(round_trip(*big), cubes_gradient(*big), rtol=1e-12)
         assert _live() == before
-    finally:
-        if not was_enabled:
-            _nrt_python.memsys_disable_stats()
 
 
 def test_release_frees_what_split_halves_keep():
@@ -96,19 +92,7 @@ def test_release_frees_what_split_halves_keep():
     x, A, b = _problem(2, 40)
     _, tape = fwd(x, np.zeros(4), A, b)
     rev(x, np.zeros(4), A, b, 1.0, tape)
-    was_enabled = _nrt_python.memsys_stats_enabled()
-    _nrt_python.memsys_enable_stats()
-    try:
-        before = rtsys.get_allocation_stats()
-        rev.release()
-        released = rtsys.get_allocation_stats()
-        fwd.release()
-        twice = rtsys.get_allocation_stats()
-    finally:
-        if not was_enabled:
-            _nrt_python.memsys_disable_stats()
-    assert released.mi_free - before.mi_free == 2
-    assert twice.mi_free == released.mi_free
+    assert frees_by(rev.release, fwd.release) == [2, 0]
     g = np.zeros(4)
     rev(x, g, A, b, 1.0, fwd(x, g, A, b)[1])
     np.testing.assert_allclose(g, cubes_gradient(x, A, b), rtol=1e-12)

@@ -4,14 +4,14 @@ from __future__ import annotations
 import gc
 
 import numpy as np
-from numba.core.runtime import _nrt_python, rtsys
+from numba.core.runtime import rtsys
+
+from tests.support.nrt_stats import nrt_statistics
 
 
 def assert_released(df, args: tuple, calls: int = 3) -> None:
     """Call `df` (shadows zeros) `calls` times: as many allocations as releases, and some."""
-    was_enabled = _nrt_python.memsys_stats_enabled()
-    _nrt_python.memsys_enable_stats()
-    try:
+    with nrt_statistics():
         call = [a for v in args for a in (v, np.zeros_like(v))]
         df(*call)
         gc.collect()
@@ -20,8 +20,5 @@ def assert_released(df, args: tuple, calls: int = 3) -> None:
             df(*call)
         gc.collect()
         after = rtsys.get_allocation_stats()
-    finally:
-        if not was_enabled:
-            _nrt_python.memsys_disable_stats()
     alloc, free, mi_alloc, mi_free = (a - b for a, b in zip(after, before))
     assert mi_alloc > 0 and (alloc, mi_alloc) == (free, mi_free), (after, before)
