@@ -13,7 +13,7 @@ Stages (`STAGES`; API.md's names are aliases: "primal" is "raw", "preprocessed" 
 
   raw         the module as the front end got it (Numba's lowering, or the .ll/.bc file)
   canonical   the canonical module the pass differentiates (callees inlined, aggregate
-              merges split by `aggregate_merges`, idle `stack_restores` dropped)
+              merges split by `aggregate_merges`)
   activity    the primal annotated per instruction, then per Python source line
   derivative  the synthesized derivative function
   optimized   the derivative's module after `ir_passes.canonicalize.optimize` (O3)
@@ -38,7 +38,6 @@ from .errors import EnzymePyError
 from .ir.parser import parse_module
 from .ir.printer import print_function, print_module
 from .ir.values import Function, Module
-from .stack_restores import drop_idle_stack_restores
 from .source_lines import source_summary
 from .vector_math import annotate
 
@@ -163,9 +162,9 @@ class Stages:
 
 
 def _canonical_module(text: str) -> tuple[Module, bool]:
-    """The front end's canonical module parsed, with its aggregate merges split and its idle
-    stack restores dropped; whether that changed anything."""
+    """The front end's canonical module parsed, with its aggregate merges split; whether any
+    were."""
     module = parse_module(text)
-    changed = [step(fn) for fn in module.functions.values() if not fn.is_declaration
-               for step in (split_aggregate_merges, drop_idle_stack_restores)]
-    return module, any(changed)
+    split = [split_aggregate_merges(fn) for fn in module.functions.values()
+             if not fn.is_declaration]
+    return module, any(split)
