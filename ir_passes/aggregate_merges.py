@@ -20,6 +20,8 @@ _AGGREGATES = (StructType, ArrayType)
 
 def split_aggregate_merges(fn: Function) -> bool:
     """Split the aggregate phis and selects of `fn` read only by extractvalue; whether any."""
+    if not any(_is_aggregate_merge(i) for i in fn.instructions()):
+        return False                     # the usual case: no users map to build
     changed = False
     while True:
         users = _users(fn)
@@ -41,8 +43,12 @@ def _users(fn: Function) -> dict[int, list[Instruction]]:
     return users
 
 
+def _is_aggregate_merge(inst: Instruction) -> bool:
+    return inst.opcode in ("phi", "select") and isinstance(inst.type, _AGGREGATES)
+
+
 def _splittable(inst: Instruction, users: dict[int, list[Instruction]]) -> bool:
-    return inst.opcode in ("phi", "select") and isinstance(inst.type, _AGGREGATES) \
+    return _is_aggregate_merge(inst) \
         and all(u.opcode == "extractvalue" for u in users.get(id(inst), ()))
 
 
