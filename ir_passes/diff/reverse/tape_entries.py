@@ -6,7 +6,7 @@ from typing import Mapping
 
 from .retained import Need, Retention
 from .tape import SLOT
-from .tape_sizes import Expr
+from .tape_sizes import Expr, counter_symbol
 
 __all__ = ["LoopTrips", "TapeEntry", "TapeReport", "resolve_sizes"]
 
@@ -78,12 +78,14 @@ class TapeReport:
         return self._executions(entry.loops)
 
     def _executions(self, loops: tuple[str, ...]) -> Expr | None:
+        """Executions of a block inside `loops` (outermost first): the product of their trip
+        counts, summed over an outer loop's counter when an inner trip count depends on it."""
         total = Expr.const(1)
-        for header in loops:
+        for header in reversed(loops):
             t = self.trips(header)
             if t is None:
                 return None
-            total = total * t
+            total = Expr.sum(counter_symbol(header), t, total)
         return total
 
     def entry_bytes(self, entry: TapeEntry) -> Expr | None:

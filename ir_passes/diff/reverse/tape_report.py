@@ -19,8 +19,9 @@ branch it serves.
 
 Sizes: a loop's trip count is derived symbolically from its latch's exit compare
 (`icmp pred iv[.next], bound` with a loop-invariant bound) in terms of parameter names
-(`n`, `x.shape[0]`), so the report can total the tape for given sizes. Trip counts it cannot
-express (data-dependent exits, bounds depending on an outer loop's variable) print as `?`.
+(`n`, `x.shape[0]`) and the counters `k[header]` of enclosing loops (a triangular
+`range(j + 1, d)`), so the report can total the tape for given sizes. Trip counts it cannot
+express (data-dependent exits) print as `?`.
 A block that runs conditionally is counted on every iteration: totals are upper bounds.
 
 `taped_bytes(derivative)` reads the tape pushes of a synthesized derivative back (from its
@@ -82,7 +83,8 @@ class _Report:
         returns = [b for b in fn.blocks if (t := b.terminator) is not None
                    and t.opcode == "ret" and not is_exceptional_return(t)]
         self.plan = ReversePlan(fn, returns)
-        self.trip_counts = TripCounts(self.plan, self.symbols)
+        self.trip_counts = TripCounts(self.plan, self.symbols,
+                                      lambda l: self._block_name(l.header))
         self.primal_ids = {id(i) for i in fn.instructions()}
         self.users: dict[int, list[Instruction]] = {}
         for inst in fn.instructions():

@@ -2,27 +2,32 @@
 
 A loop's trip count is derived from its latch's exit compare (`icmp pred iv[.next], bound`
 with a loop-invariant bound, a `max(e, 0)` clamp of `range(e)` read as `e`) in terms of
-parameter size names; None when it cannot be expressed (data-dependent exits, bounds
-depending on an outer loop's variable).
+parameter size names and the iteration counters of enclosing loops (`range(j + 1, d)`:
+`d - 1 - k[outer]`); None when it cannot be expressed (data-dependent exits).
 """
 from __future__ import annotations
+
+from typing import Callable
 
 from ...analysis.cfg import Loop
 from ...ir.values import Argument, ConstInt, Function, Instruction, Value
 from ...known.array_layout import shape_arg
 from ..spec import DiffSpec
 from .plan import InductionVariable, ReversePlan
-from .tape_sizes import Expr
+from .tape_sizes import Expr, counter_symbol
 
 __all__ = ["TripCounts", "size_symbols"]
 
 
 class TripCounts:
-    """Trip counts per loop entry, as expressions over the size names of `symbols`."""
+    """Trip counts per loop entry, as expressions over the size names of `symbols` and the
+    counters of enclosing loops (`loop_name` names a loop as its counter's symbol does)."""
 
-    def __init__(self, plan: ReversePlan, symbols: dict[Argument, str]) -> None:
+    def __init__(self, plan: ReversePlan, symbols: dict[Argument, str],
+                 loop_name: Callable[[Loop], str]) -> None:
         self.plan = plan
         self.symbols = symbols
+        self.loop_name = loop_name
 
     def trips(self, loop: Loop, term: Instruction | None) -> Expr | None:
         """Iterations of `loop` per entry, from its latch terminator `term` (None: unknown)."""
@@ -88,12 +93,52 @@ class TripCounts:
         clamped = _clamped_at_zero(v)
         if clamped is not None:
             return self._expr(clamped, loop)
+        if v.opcode == "phi":
+            return self._phi(v, loop)
+        scale = _constant_scale(v)
+        if scale is not None:
+            e = self._expr(v.operands[0], loop)
+            factor, divisor = scale
+            return None if e is None else (e * Expr.const(factor)).floordiv(divisor)
         if v.opcode in ("add", "sub", "mul"):
             x, y = (self._expr(o, loop) for o in v.operands)
             if x is None or y is None:
                 return None
             return x + y if v.opcode == "add" else x - y if v.opcode == "sub" else x * y
         return None
+
+    def _phi(self, v: Instruction, loop: Loop) -> Expr | None:
+        """An enclosing loop's induction variable in terms of its counter, or the one
+        expression every incoming value of a merge has."""
+        iv = self.plan.ivs.get(v)  # type: ignore[arg-type]
+        if iv is not None:
+            if not _encloses(iv.loop, loop) or not isinstance(iv.step, ConstInt):
+                return None
+            start = self._expr(iv.start, loop)
+            counter = Expr.sym(counter_symbol(self.loop_name(iv.loop)))
+            return None if start is None else start + Expr.const(iv.step.value) * counter
+        incoming = {self._expr(op, loop) for op in v.operands}
+        return incoming.pop() if len(incoming) == 1 else None
+
+
+def _encloses(outer: Loop, loop: Loop) -> bool:
+    parent = loop.parent
+    while parent is not None and parent is not outer:
+        parent = parent.parent
+    return parent is outer
+
+
+def _constant_scale(v: Instruction) -> tuple[int, int] | None:
+    """(factor, divisor) of `floor(x * factor / divisor)` for a shift or division of a size
+    `x` by a constant (`state.shape[0] // 2`); None for other instructions."""
+    if len(v.operands) != 2 or not isinstance(v.operands[1], ConstInt):
+        return None
+    c = v.operands[1].value
+    if v.opcode in ("sdiv", "udiv") and c > 0:
+        return 1, c
+    if v.opcode in ("ashr", "lshr", "shl") and 0 <= c < 63:
+        return (1 << c, 1) if v.opcode == "shl" else (1, 1 << c)
+    return None
 
 
 def _clamped_at_zero(v: Instruction) -> Value | None:

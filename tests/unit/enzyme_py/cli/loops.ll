@@ -68,6 +68,25 @@ exit:
   ret i32 0
 }
 
+define i32 @halved(ptr %retptr, ptr %excinfo, double %x, i64 %n) {
+entry:
+  %half = ashr i64 %n, 1
+  br label %loop
+
+loop:
+  %i = phi i64 [ 0, %entry ], [ %i.next, %loop ]
+  %y = phi double [ %x, %entry ], [ %y.next, %loop ]
+  %y.next = call double @llvm.cos.f64(double %y)
+  %i.next = add i64 %i, 1
+  %more = icmp slt i64 %i.next, %half
+  br i1 %more, label %loop, label %exit
+
+exit:
+  %y.lcssa = phi double [ %y.next, %loop ]
+  store double %y.lcssa, ptr %retptr, align 8
+  ret i32 0
+}
+
 define i32 @before_step(ptr %retptr, ptr %excinfo, double %x, i64 %n) {
 entry:
   %last = add i64 %n, -1

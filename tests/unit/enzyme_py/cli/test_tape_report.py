@@ -84,7 +84,8 @@ def report_counts(report: TapeReport) -> dict[str, int]:
 
 
 SPECS = {"counted": COUNTED, "from_one": _scalar_spec("from_one", A, C),
-         "triangular": _scalar_spec("triangular", A, C), "until": _scalar_spec("until", A),
+         "triangular": _scalar_spec("triangular", A, C), "halved": _scalar_spec("halved", A, C),
+         "until": _scalar_spec("until", A),
          "ifelse": _scalar_spec("ifelse", A), "parity": _scalar_spec("parity", A, C),
          "clamp_loop": _scalar_spec("clamp_loop", A, C)}
 
@@ -153,17 +154,26 @@ def test_trip_counts(fn, trips):
     assert str(loop.trips) == trips
 
 
-def test_triangular_inner_loop_is_unknown_and_total_unknown():
+def test_triangular_inner_loop_counts_in_the_outer_counter():
     report = tape_report(_module(), _scalar_spec("triangular", A, C))
-    trips = {l.header: (l.depth, l.parent, l.trips) for l in report.loops}
-    assert trips["outer"] == (1, None, Expr.sym("n"))
-    assert trips["inner"] == (2, "outer", None)      # bound is the outer loop's variable
-    assert report.total_bytes() is None
-    check(print_tape(report), """
-        ; CHECK: inner depth 2 in outer trips = ? (data-dependent)
-        ; CHECK: %z double inner inner 8 ? operand 0 of llvm.cos
-        ; CHECK: total tape per call: ? bytes (some trip counts are data-dependent)
+    trips = {l.header: (l.depth, l.parent, str(l.trips)) for l in report.loops}
+    assert trips["outer"] == (1, None, "n")
+    assert trips["inner"] == (2, "outer", "k[outer] + 1")   # bound: the outer variable + 1
+    total = report.total_bytes()
+    n = 7                                                     # cos(z) per inner iteration
+    assert total.evaluate({"n": n}) == 8 * n * (n + 1) // 2 + 8 * n + 8
+    check(print_tape(report, {"n": n}), """
+        ; CHECK: inner depth 2 in outer trips = k[outer] + 1
+        ; CHECK: %z double inner inner 8 8 * sum(k[outer] < n: k[outer] + 1) = 224 operand 0 of llvm.cos
+        ; CHECK: total tape per call: {{.*}} = 288 bytes
     """)
+
+
+def test_bound_halved_by_a_shift():
+    report = tape_report(_module(), _scalar_spec("halved", A, C))
+    (loop,) = report.loops
+    assert str(loop.trips) == "floor(n/2)"
+    assert loop.trips.evaluate({"n": 9}) == 4
 
 
 def test_expr_folds_constants():
@@ -174,3 +184,12 @@ def test_expr_folds_constants():
     assert str(Expr.const(8) * n * m + Expr.const(8)) == "8 * n * m + 8"
     assert (n - one).ceildiv(2).evaluate({"n": 10}) == 5
     assert (n + m).evaluate({"n": 1}) is None
+    assert n.floordiv(2).evaluate({"n": 7}) == 3 and str(n.floordiv(1)) == "n"
+
+
+def test_expr_sum_over_a_counter():
+    n, k = Expr.sym("n"), Expr.sym("k")
+    assert Expr.sum("k", n, Expr.const(3)) == Expr.const(3) * n   # no counter: a product
+    tri = Expr.sum("k", n, n - k)
+    assert str(tri) == "sum(k < n: n - k)" and tri.symbols() == {"n"}
+    assert tri.evaluate({"n": 4}) == 4 + 3 + 2 + 1
