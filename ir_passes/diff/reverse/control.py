@@ -15,8 +15,10 @@ from .plan import Access
 from .retained import Need, Retained, Retention
 from .seed_return import seed_return_adjoints
 from .state import ReverseState
+from .trips import emit_trip_count, entry_trip_count
 
 PhiAdjoints = list[tuple[Instruction, Value]]
+_WITHOUT_TAPE = (Access.DIRECT, Access.IV, Access.RECOMPUTE)
 
 
 class ReverseControl:
@@ -147,8 +149,23 @@ class ReverseControl:
         """Trip counters of the loops the reverse enters on the edge block -> pred."""
         st = self.st
         inside = set(map(id, st.plan.loops_containing(ctx.block)))
-        return [(loop, self.avail.value(ctx, st.counters[loop]))
+        return [(loop, self._last_count(ctx, loop, pred))
                 for loop in st.plan.loops_containing(pred) if id(loop) not in inside]
+
+    def _last_count(self, ctx: BlockContext, loop: Loop, pred: Block) -> Value:
+        """The counter of `loop` on its last iteration, left through `pred`: rebuilt from the
+        loop's start and bound (`trips.py`) when it was left through its latch's compare and
+        both are available without the tape (a triangular inner loop's bound depends on the
+        outer loop's variable); else the counter itself (taped)."""
+        st = self.st
+        tc = entry_trip_count(st.plan, loop) if pred is st.plan.latch(loop) else None
+        if tc is None or any(st.plan.kind(v, ctx.block) not in _WITHOUT_TAPE
+                             for v in (tc.start, tc.bound)):
+            return self.avail.value(ctx, st.counters[loop])
+        st.observe(Retained(Retention.RECOMPUTE, Need.VALUE, ctx.block, st.counters[loop]))
+        trips = emit_trip_count(st.b, tc, self.avail.value(ctx, tc.start),
+                                self.avail.value(ctx, tc.bound))
+        return st.b.sub(trips, const_int(I64, 1))
 
     def _edge(self, ctx: BlockContext, pred: Block, phi_adjoints: PhiAdjoints,
               trips: list[tuple[Loop, Value]]) -> Block:
