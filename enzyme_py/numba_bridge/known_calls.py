@@ -64,11 +64,11 @@ _CONTAINERS = {
     "numba_dict_": ("dict", "Python containers are not differentiable: keep active values in "
                             "NumPy arrays (np.empty), not in a dict"),
     "numba_list_": ("typed list", "numba.typed.List of floats is differentiated when the "
-                                  "function builds it and uses only append, indexing, len and "
-                                  "iteration; other operations (pop, insert, ...) and lists "
-                                  "passed in or returned holding active values are not "
-                                  "supported yet: keep them in NumPy arrays (np.empty) or in a "
-                                  "plain list of floats"),
+                                  "function builds it and uses only append, insert, pop, "
+                                  "indexing, len and iteration; other operations (del of a "
+                                  "slice, ...) and lists passed in or returned holding active "
+                                  "values are not supported yet: keep them in NumPy arrays "
+                                  "(np.empty) or in a plain list of floats"),
 }
 
 

@@ -10,7 +10,8 @@ growable memory instead, laid out as
     [i64 size, i64 allocated | items ...]
 
 and replaces each call by the loads and stores it performs (an append grows the memory by
-`NRT_MemInfo_varsize_realloc` when it is full). The items are then typed floats the pass
+`NRT_MemInfo_varsize_realloc` when it is full; a delete, as in `pop`, moves the later items
+down with `llvm.memmove`; `insert` is appends and writes). The items are then typed floats the pass
 follows like any array. Lists it cannot prove it rewrites whole (an argument, a list that
 escapes, other operations such as `pop`) stay as they are and are refused when they hold
 active values.
@@ -18,7 +19,7 @@ active values.
 from __future__ import annotations
 
 from ir_passes.ir.builder import Builder, add_incoming, declare
-from ir_passes.ir.types import DOUBLE, FLOAT, I32, I64, PTR, VOID, FunctionType
+from ir_passes.ir.types import DOUBLE, FLOAT, I1, I32, I64, PTR, VOID, FunctionType
 from ir_passes.ir.values import (Block, ConstInt, Function, GlobalRef, Instruction, Module, Value,
                                  const_int)
 from ir_passes.known.model import Role, role_of, runtime_call
@@ -26,8 +27,8 @@ from ir_passes.known.model import Role, role_of, runtime_call
 HEADER = 16
 _ITEM_TYPES = {8: DOUBLE, 4: FLOAT}
 _DTOR = "enzyme_py_float_list_dtor"
-_REWRITTEN = ("numba_list_append", "numba_list_setitem", "numba_list_base_ptr",
-              "numba_list_size_address", "numba_list_set_method_table")
+_REWRITTEN = ("numba_list_append", "numba_list_setitem", "numba_list_delitem",
+              "numba_list_base_ptr", "numba_list_size_address", "numba_list_set_method_table")
 
 
 def rewrite_typed_list(module: Module, call: Instruction) -> None:
@@ -159,6 +160,9 @@ class _Rewrite:
         if name == "numba_list_setitem":
             self._store_item(data, call.operands[1], call.operands[2])
             _remove(call, const_int(I32, 0))
+        elif name == "numba_list_delitem":
+            self._delete(data, call.operands[1])
+            _remove(call, const_int(I32, 0))
         elif name == "numba_list_base_ptr":
             _remove(call, b.gep(I64, data, [const_int(I64, 2)]))
         elif name == "numba_list_size_address":
@@ -172,6 +176,19 @@ class _Rewrite:
         b = self.b
         items = b.gep(I64, data, [const_int(I64, 2)])
         b.store(b.load(self.item, source), b.gep(self.item, items, [index]))
+
+    def _delete(self, data: Value, index: Value) -> None:
+        """The items after `index` move down one (llvm.memmove); the size drops by one."""
+        b = self.b
+        size = b.load(I64, data)
+        items = b.gep(I64, data, [const_int(I64, 2)])
+        at = b.gep(self.item, items, [index])
+        after = b.gep(self.item, items, [b.add(index, const_int(I64, 1))])
+        count = b.sub(b.sub(size, index), const_int(I64, 1))
+        memmove = declare(self.module, "llvm.memmove.p0.p0.i64", VOID, [PTR, PTR, I64, I1])
+        b.call(memmove, [at, after, b.mul(count, const_int(I64, _size(self.item))),
+                         const_int(I1, 0)], VOID)
+        b.store(b.sub(size, const_int(I64, 1)), data)
 
     def _append(self, call: Instruction, meminfo: Value) -> None:
         """size == allocated: grow to 2 * allocated + 4 items; then store at `size`."""

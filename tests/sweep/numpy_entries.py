@@ -329,6 +329,11 @@ LOOPS = _section("loops", [
                 "    out.append(v * v)", "out[1] = out[1] * out[2]", "z = 0.0",
                 "for i in range(len(out)):", "    z += out[i] * x[len(out) - 1 - i]",
                 "for v in out:", "    z += v")}),
+    ("typed.List pop / insert", "z", of(v(12)), "x",
+     {"setup": ("out = numba.typed.List.empty_list(numba.float64)", "for v in x:",
+                "    out.append(v * 1.0)", "z = out.pop()", "out.insert(2, z * 3.0)",
+                "out[0] = out[0] * out[5]", "for _ in range(6):", "    z += out.pop(1) * out[1]",
+                "for v in out:", "    z += v * v")}),
 ])
 
 #: Entries whose derivative is wrong today (both modes), with the cause. Strict xfails in

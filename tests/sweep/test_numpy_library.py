@@ -31,6 +31,8 @@ NEWLY_SUPPORTED = (
     "np.extract", "np.unique", "list append / getitem", "np.extract (grows)",
     # numba.typed.List of floats, rewritten onto that storage (numba_bridge/typed_list.py).
     "typed.List append / getitem",
+    # Reverse mode: llvm.memmove inside a list's storage (list.insert, list.pop).
+    "list pop / insert",
     # Reverse mode: a product's operand is not written by stores through a phi of other
     # arrays or null, nor by llvm.stackrestore (np.cov's `c *= ...`, np.corrcoef).
     "np.cov (vector)", "np.corrcoef",
