@@ -146,3 +146,32 @@ def test_other_typed_list_uses_are_refused(fn, mode):
         r"slice, \.\.\.\) and lists passed in or returned holding active values are not "
         r"supported yet: keep them in NumPy arrays \(np\.empty\) or in a plain list of floats",
         str(err.value)), str(err.value)
+
+
+def _first_last(x):
+    lst = typed.List.empty_list(types.float64)  # list made here
+    for v in x:
+        lst.append(v * v)
+    return lst[0] + lst[-1]
+
+
+_AT = (r"\n  instruction: .*call ptr @NRT_MemInfo_new_varsize_dtor\(.*\n  in function \S+, "
+       r"block \S+\n  at " + re.escape(__file__) + r":\d+\n  code: .*# list made here\n  fix: ")
+
+
+def test_split_mode_refuses_a_typed_list_of_active_floats():
+    fwd, _ = derive_diff(numba.njit(_first_last), None, ["dup"], mode="split")
+    with pytest.raises(UnsupportedError) as err:
+        fwd(np.linspace(0.1, 0.9, 6), np.zeros(6))
+    assert re.fullmatch(r"cannot differentiate: a Python list holding active values .* in split "
+                        r"mode" + _AT + r"not supported yet in split mode: use mode='reverse'",
+                        str(err.value)), str(err.value)
+
+
+def test_vector_forward_mode_refuses_a_typed_list_of_active_floats():
+    df = derive_diff(numba.njit(_first_last), None, ["dup"], mode="forward", width=2)
+    with pytest.raises(UnsupportedError) as err:
+        df(np.linspace(0.1, 0.9, 6), np.ones((2, 6)))
+    assert re.fullmatch(r"cannot differentiate: a Python list holding active values in vector "
+                        r"forward mode" + _AT + r"not supported yet: use width=1, or keep the "
+                        r"values in a NumPy array", str(err.value)), str(err.value)
