@@ -1,7 +1,9 @@
 """Lists of floats built by appends inside the differentiated function (a reflected list's
 storage: NRT_MemInfo_new_varsize_dtor / NRT_MemInfo_varsize_realloc). The derivatives
 themselves are checked by the numpy sweep's entries (tests/sweep/test_numpy_library.py:
-np.extract, np.unique, "list append / getitem"); here: what stays refused, with its message."""
+np.extract, np.unique, "list append / getitem"); here: insert and pop, whose items move with
+llvm.memmove (reverse mode: its adjoint, run from the end when the items move down), and what
+stays refused, with its message."""
 from __future__ import annotations
 
 import re
@@ -11,6 +13,8 @@ import numpy as np
 import pytest
 
 from enzyme_py import UnsupportedError, derive_diff
+from tests.support.gradcheck import check_forward, check_inner_product, check_reverse
+from tests.support.kernel import kernel
 
 
 def appended(x):
@@ -59,3 +63,25 @@ def test_width_one_differentiates_the_same_kernel(mode):
         dx = np.zeros(12)
         df(x, dx)
         np.testing.assert_allclose(dx, expected, rtol=1e-12)
+
+
+def moved(x):
+    out = [v * 1.5 for v in x]
+    a = out.pop()
+    out.insert(2, a * 3.0)
+    out.insert(0, out[4] * out[1])
+    out[0] = out[0] * out[5]
+    for _ in range(6):
+        a += out.pop(1) * out[1]
+    for v in out:
+        a += v * v
+    return a
+
+
+_MOVED = kernel("list_pop_insert", moved, lambda rng: (rng.uniform(0.3, 1.1, 14),))
+
+
+def test_insert_and_pop_both_modes():
+    check_forward(_MOVED)
+    check_reverse(_MOVED)
+    check_inner_product(_MOVED)

@@ -14,8 +14,9 @@ which gives C's heap memory the same raw-buffer shadows.
   differentiable; so are the LAPACK helpers of solve, inv, det and slogdet (`lapack_lu.py`)
   cholesky (`lapack_cholesky.py`), eigh and eigvalsh (`lapack_eigh.py`), svd, pinv, norm 2
   and cond (`lapack_svd.py`, `lapack_svd_prepare.py`), qr (`lapack_qr.py`) and lstsq
-  (`lapack_lstsq.py`); the other LAPACK helpers, typed containers (`numba.typed.List`,
-  `Dict`) and Python object operations are known problems.
+  (`lapack_lstsq.py`); the other LAPACK helpers, typed containers (`Dict`, and the
+  `numba.typed.List` operations `typed_list.py` does not rewrite) and Python object
+  operations are known problems.
 * A reflected list's storage: `NRT_MemInfo_new_varsize_dtor` makes it, `NRT_MemInfo_varsize_
   realloc` resizes it (roles HANDLE_VARSIZE, VARSIZE_REALLOC: the pass gives a list of floats
   a shadow resized with it).
@@ -36,6 +37,7 @@ from .lapack_lu import GESV_RECORD, GETRF_RECORD, GETRI_RECORD
 from .lapack_qr import QR_RECORD
 from .lapack_qr import prepare as prepare_qr
 from .lapack_svd import SVD_RECORD
+from .typed_list import rewrite_typed_list
 
 _LINALG_HINT = ("not differentiable yet (np.linalg.solve, inv, det, slogdet, cholesky, eigh, "
                 "eigvalsh, svd, pinv, qr and lstsq are): write the algorithm with loops over "
@@ -61,14 +63,25 @@ _PYTHON_PROBLEM = CallProblem(
 _CONTAINERS = {
     "numba_dict_": ("dict", "Python containers are not differentiable: keep active values in "
                             "NumPy arrays (np.empty), not in a dict"),
-    "numba_list_": ("typed list", "numba.typed.List is not differentiable yet: keep active "
-                                  "values in NumPy arrays (np.empty) or in a plain list of "
-                                  "floats ([] and append), not in a typed list"),
+    "numba_list_": ("typed list", "numba.typed.List of floats is differentiated when the "
+                                  "function builds it and uses only append, insert, pop, "
+                                  "indexing, len and iteration; other operations (del of a "
+                                  "slice, ...) and lists passed in or returned holding active "
+                                  "values are not supported yet: keep them in NumPy arrays "
+                                  "(np.empty) or in a plain list of floats"),
 }
 
 
 def _container_problem(kind: str, hint: str) -> CallProblem:
     return CallProblem(f"Python {kind} operation ('{{name}}') on active values", hint)
+
+
+def _typed_list_write(name: str) -> KnownCall:
+    """A write into a typed list: a list of floats the function builds is rewritten onto
+    growable storage first (`typed_list.py`); other lists stay refused."""
+    problem = _container_problem(*_CONTAINERS["numba_list_"])
+    return KnownCall(name, prepare=rewrite_typed_list, problem=CallProblem(
+        problem.what.format(name=name), problem.hint))
 
 
 register(
@@ -101,4 +114,5 @@ register(
     *(KnownCall(prefix, prefix=True, problem=_PYTHON_PROBLEM) for prefix in _PYTHON_API),
     *(KnownCall(prefix, prefix=True, problem=_container_problem(*text))
       for prefix, text in _CONTAINERS.items()),
+    _typed_list_write("numba_list_append"), _typed_list_write("numba_list_setitem"),
 )

@@ -45,6 +45,7 @@ def with_dict(A, x):
 def with_typed_list(A, x):
     items = numba.typed.List.empty_list(numba.types.float64)
     items.append(x[0] * A[0, 0])  # msg:typed_list
+    del items[1:]
     return items[0]
 
 
@@ -69,9 +70,11 @@ CASES = {
              r"\(np\.empty\), not in a dict"),
     "typed_list": (with_typed_list, r"Python typed list operation \('numba_list_append'\) on "
                    r"active values", r".*call i32 @numba_list_append\(.*",
-                   r"numba\.typed\.List is not differentiable yet: keep active values in NumPy "
-                   r"arrays \(np\.empty\) or in a plain list of floats \(\[\] and append\), "
-                   r"not in a typed list"),
+                   r"numba\.typed\.List of floats is differentiated when the function builds "
+                   r"it and uses only append, insert, pop, indexing, len and iteration; other "
+                   r"operations \(del of a slice, \.\.\.\) and lists passed in or returned "
+                   r"holding active values are not supported yet: keep them in NumPy arrays "
+                   r"\(np\.empty\) or in a plain list of floats"),
 }
 
 

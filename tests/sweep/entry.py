@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
+import numba
 import numpy as np
 
 from tests.support.kernel import Kernel
@@ -78,7 +79,7 @@ def _define(entry: Entry, source: str) -> Callable:
     messages can show them."""
     filename = f"<numpy-sweep {entry.name}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    namespace: dict = {"np": np}
+    namespace: dict = {"np": np, "numba": numba}
     exec(compile(source, filename, "exec"), namespace)
     return namespace[f"sweep_{entry.ident}"]
 

@@ -323,6 +323,17 @@ LOOPS = _section("loops", [
      {"setup": ("out = [v for v in x]", "a = out.pop()", "out.insert(2, a * 3.0)",
                 "out[0] = out[0] * out[5]", "for _ in range(9):", "    out.pop(1)")}),
     ("np.extract (grows)", "np.extract(x > 0.55, x) ** 2", of(v(40))),
+    # numba.typed.List of floats built inside the function (typed_list.py's rewrite).
+    ("typed.List append / getitem", "z", of(v(40)), "x",
+     {"setup": ("out = numba.typed.List.empty_list(numba.float64)", "for v in x:",
+                "    out.append(v * v)", "out[1] = out[1] * out[2]", "z = 0.0",
+                "for i in range(len(out)):", "    z += out[i] * x[len(out) - 1 - i]",
+                "for v in out:", "    z += v")}),
+    ("typed.List pop / insert", "z", of(v(12)), "x",
+     {"setup": ("out = numba.typed.List.empty_list(numba.float64)", "for v in x:",
+                "    out.append(v * 1.0)", "z = out.pop()", "out.insert(2, z * 3.0)",
+                "out[0] = out[0] * out[5]", "for _ in range(6):", "    z += out.pop(1) * out[1]",
+                "for v in out:", "    z += v * v")}),
 ])
 
 #: Entries whose derivative is wrong today (both modes), with the cause. Strict xfails in

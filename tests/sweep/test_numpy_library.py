@@ -29,6 +29,10 @@ NEWLY_SUPPORTED = (
     # A reflected list's storage (NRT_MemInfo_new_varsize_dtor / _varsize_realloc): shadows
     # resized with it (forward mode), versioned shadows (reverse mode).
     "np.extract", "np.unique", "list append / getitem", "np.extract (grows)",
+    # numba.typed.List of floats, rewritten onto that storage (numba_bridge/typed_list.py).
+    "typed.List append / getitem",
+    # Reverse mode: llvm.memmove inside a list's storage (list.insert, list.pop).
+    "list pop / insert",
     # Reverse mode: a product's operand is not written by stores through a phi of other
     # arrays or null, nor by llvm.stackrestore (np.cov's `c *= ...`, np.corrcoef).
     "np.cov (vector)", "np.corrcoef",
