@@ -106,23 +106,40 @@ def _same_dtype(label: str, got, expected) -> None:
 
 def _overlap_lines(buffers: list[Buffer]) -> list[str]:
     """Every pair of array arguments of which one is written must not share memory: each
-    array's address range is computed once (`_extent`, compiled once per ndim), the pairs
-    compare ranges inline."""
+    array's address range is computed once (`_extent`, compiled once per ndim), then
+    `_first_overlap` finds the first pair that intersects, and one `raise` names it (one
+    raise site, not one per pair: each costs Numba the release of every live array)."""
     pairs = [(a, b) for i, a in enumerate(buffers) for b in buffers[i + 1:]
              if a.written or b.written]
-    extent = {id(x): f"__e{k}" for k, x in enumerate(buffers)
-              if any(x is a or x is b for a, b in pairs)}
-    lines = [f"    {extent[id(x)]} = __extent({x.ident}.ctypes.data, {x.ident}.itemsize, "
-             f"{x.ident}.shape, {x.ident}.strides)" for x in buffers if id(x) in extent]
+    if not pairs:
+        return []
+    used = [x for x in buffers if any(x is a or x is b for a, b in pairs)]
+    index = {id(x): k for k, x in enumerate(used)}
+    lines = [f"    __e{k} = __extent({x.ident}.ctypes.data, {x.ident}.itemsize, "
+             f"{x.ident}.shape, {x.ident}.strides)" for k, x in enumerate(used)]
+    messages = []
     for a, b in pairs:
         w = a if a.written else b
-        msg = (f"{a.label} and {b.label} overlap in memory: the derivative writes "
-               f"{w.label} and assumes no other array argument shares its memory "
-               "(pass separate arrays, e.g. a copy)")
-        ea, eb = extent[id(a)], extent[id(b)]
-        lines += [f"    if {ea}[0] < {eb}[1] and {eb}[0] < {ea}[1]:",
-                  f"        raise __ArgumentError({msg!r})"]
-    return lines
+        messages.append(f"{a.label} and {b.label} overlap in memory: the derivative writes "
+                        f"{w.label} and assumes no other array argument shares its memory "
+                        "(pass separate arrays, e.g. a copy)")
+    extents = "".join(f"__e{k}, " for k in range(len(used)))
+    listed = "".join(f"({index[id(a)]}, {index[id(b)]}), " for a, b in pairs)
+    return lines + [f"    __k = __first_overlap(({extents}), ({listed}))",
+                    "    if __k >= 0:",
+                    f"        raise __ArgumentError(({''.join(f'{m!r}, ' for m in messages)})"
+                    "[__k])"]
+
+
+@register_jitable
+def _first_overlap(extents, pairs):
+    """The index of the first pair `(a, b)` of `pairs` whose address ranges in `extents`
+    intersect, or -1."""
+    for k in range(len(pairs)):
+        a, b = pairs[k]
+        if extents[a][0] < extents[b][1] and extents[b][0] < extents[a][1]:
+            return k
+    return -1
 
 
 @register_jitable
@@ -143,4 +160,5 @@ def _extent(data, itemsize, shape, strides):
     return lo, hi
 
 
-NAMESPACE = {"__ArgumentError": ArgumentError, "__extent": _extent}
+NAMESPACE = {"__ArgumentError": ArgumentError, "__extent": _extent,
+             "__first_overlap": _first_overlap}

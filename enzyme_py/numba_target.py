@@ -54,7 +54,7 @@ def numba_target(primal: Dispatcher, spec: ActivitySpec, primal_types: tuple,
                      noalias_arrays=_only_checked_arrays(primal_types),
                      **return_fields(spec, cap.restype))
     title = f"{primal.py_func.__qualname__} ({', '.join(str(t) for t in primal_types)})"
-    return Target(title, cap.raw_text, cap.module_text, dspec, "numba",
+    return Target(title, lambda: cap.raw_text, cap.module_text, dspec, "numba",
                   NumbaFacts(cap, restype))
 
 

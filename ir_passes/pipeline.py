@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from .aggregate_merges import split_aggregate_merges
 from .analysis.activity import ActivityInfo, analyze_activity, print_activity
@@ -70,7 +70,7 @@ def derivative_symbol(mode: str, name: str) -> str:
 class Target:
     """One function to differentiate, whatever the front end: its IR and its DiffSpec."""
     title: str                 # "f (float64, int64)" / "@f in kernel.ll"
-    raw_text: str
+    raw_text: str | Callable[[], str]   # or how to make it (only `inspect` shows it)
     canonical_text: str
     spec: DiffSpec
     abi: str                   # "numba" | "c" (a C function behind its Numba-ABI shim)
@@ -91,7 +91,8 @@ class Stages:
         """The text of `stage` (aliases allowed); `sizes` give the tape's totals."""
         name = stage_name(stage)
         if name == "raw":
-            return self.target.raw_text
+            raw = self.target.raw_text
+            return raw() if callable(raw) else raw
         if name == "canonical":
             module = self.module                  # parsed first: it sets `_rewritten`
             return print_module(module) if self._rewritten else self.target.canonical_text

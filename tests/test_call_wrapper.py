@@ -247,6 +247,25 @@ def test_overlap_of_written_primal_with_an_input_still_refused():
         D_SIN_SCALE["reverse"](a, np.zeros(4), a, np.zeros(4))
 
 
+def test_first_overlapping_pair_in_order_is_named():
+    """Two pairs overlap: the message names the first in argument order (one raise site
+    picks the message of the pair `_first_overlap` found)."""
+    shadow = np.zeros(4)
+    with pytest.raises(ArgumentError) as err:
+        D_PAIR_SUM["reverse"](shadow, shadow, A + 1.0, shadow)
+    assert str(err.value) == _overlap_message("'a'", "the shadow of 'a'", "the shadow of 'a'")
+
+
+def test_refused_overlapping_calls_release_every_array(nrt_stats):
+    a = A.copy()
+    D_SUMSQ["reverse"](a, np.zeros(4))
+    nrt_stats.start()
+    _raising_calls(D_SUMSQ["reverse"], (a, a), ArgumentError, n=20)
+    alloc, free, mi_alloc, mi_free = nrt_stats.delta()
+    assert (alloc, mi_alloc) == (free, mi_free)
+    assert sys.getrefcount(a) == 2
+
+
 # --------------------------------------------------------------------------------- leaks
 
 @numba.njit(boundscheck=True)
