@@ -162,22 +162,11 @@ class ReverseControl:
             loop = st.loop_with_header(block)
             if loop is not None and pred is st.plan.latch(loop):
                 slot = st.rcounter[loop]
-                b.store(b.binop("sub", b.load(I64, slot), const_int(I64, 1),
-                                flags=("nuw", "nsw")), slot)
+                b.store(b.sub(b.load(I64, slot), const_int(I64, 1)), slot)
             for entered, count in trips:
-                b.store(_known_count(count), st.rcounter[entered])
+                b.store(count, st.rcounter[entered])
             b.br(st.rev[pred])
         return edge
-
-
-def _known_count(count: Value) -> Value:
-    """A loop's last iteration index, stated to lie in [0, 2**63 - 1) when it is loaded (from
-    the tape or a spill): with the `nuw` decrement, LLVM then knows the reverse counter and
-    the indices recomputed from it are non-negative, folds Numba's negative-index wraparound
-    selects, and sees affine addresses it can vectorise."""
-    if isinstance(count, Instruction) and count.opcode == "load" and count.type == I64:
-        count.metadata["range"] = "!{i64 0, i64 9223372036854775807}"
-    return count
 
 
 def _seed(t: Type) -> Value:
