@@ -4,6 +4,7 @@ calls from their records' reverse emitters, shadow memory released where it was 
 from __future__ import annotations
 
 from ...analysis.activity import carries_float
+from ...ir.builder import Builder
 from ...ir.types import ArrayType, FloatType, StructType, Type
 from ...ir.values import Argument, Constant, Instruction, Value, const_float, zero
 from ...known.model import Role, call_record, role_of
@@ -95,7 +96,7 @@ class Adjoints:
         b, op = self.st.b, inst.opcode
         if op == "load":
             sp = self.avail.shadow(ctx, inst.operands[0])
-            b.store(b.fadd(b.load(inst.type, sp), adj) if inst.type.is_float
+            b.store(_accumulate(b, b.load(inst.type, sp), adj) if inst.type.is_float
                     else self._sum(b.load(inst.type, sp), adj), sp)
         elif op in ("fpext", "fptrunc"):
             back = "fptrunc" if op == "fpext" else "fpext"
@@ -155,6 +156,13 @@ class Adjoints:
         if v in self.st.info.varied and carries_float(v.type):
             self.add(v, b.load(v.type, sp))
         b.store(zero(v.type), sp)
+
+
+def _accumulate(b: Builder, shadow_value: Value, adj: Value) -> Value:
+    """`shadow_value + adj` for a load's adjoint, with `nsz`: the store adjoint resets the shadow
+    to +0.0, which is an identity only up to the sign of zero, so LLVM can then fold the reset
+    and the re-accumulation of `x[i] += ...` into nothing (a store of the value it loaded)."""
+    return b.binop("fadd", shadow_value, adj, flags=tuple(dict.fromkeys(("nsz",) + b.fast_math)))
 
 
 def adjoint_zero(t: Type) -> Value:

@@ -21,6 +21,6 @@ declare void @NRT_Free(ptr)
 ; CHECK-NEXT: [[PX:%[^ ]+]] = load ptr, ptr [[TAPE]]
 ; CHECK-NEXT: [[SPX:%[^ ]+]] = load ptr, ptr [[STAPE]]
 ; CHECK: [[OLD:%[^ ]+]] = load double, ptr [[SPX]]
-; CHECK-NEXT: [[NEW:%[^ ]+]] = fadd double [[OLD]]
+; CHECK-NEXT: [[NEW:%[^ ]+]] = fadd nsz double [[OLD]]
 ; CHECK-NEXT: store double [[NEW]], ptr [[SPX]]
 ; CHECK-NEXT: store ptr null, ptr [[STAPE]]
