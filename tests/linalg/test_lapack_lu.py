@@ -125,13 +125,3 @@ def test_complex_solve_is_refused():
                        r"matrix \(numba_xgesv\)(.*\n)*  fix: not supported yet: only float32 "
                        r"and float64 matrices are differentiable"):
         d(*(a for v in (np.eye(2), np.ones(2)) for a in (v, np.zeros_like(v))))
-
-
-def test_split_mode_refuses_lapack_on_copies():
-    def f(A, b):
-        return np.sum(np.linalg.solve(A, b))
-
-    forward, _ = derive_diff(f, None, ("dup", "dup"), mode="split")
-    with pytest.raises(UnsupportedError, match=r"numba_xgesv of an array allocated in the "
-                       r"function, in split mode(.*\n)*  fix: not supported yet in split mode"):
-        forward(*(a for v in (np.eye(2), np.ones(2)) for a in (v, np.zeros_like(v))))
