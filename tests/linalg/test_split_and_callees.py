@@ -15,6 +15,8 @@ from numba.core.runtime import rtsys
 pytest.importorskip("scipy")
 
 from enzyme_py import derive_diff  # noqa: E402
+from tests.linalg import (test_lapack_eigh, test_lapack_lstsq,  # noqa: E402
+                          test_lapack_qr, test_lapack_svd)
 from tests.linalg.nrt import assert_released  # noqa: E402
 from tests.linalg.test_blas_products import _mlp_args, mlp  # noqa: E402
 from tests.linalg.test_lapack_lu import _solves_args, solves  # noqa: E402
@@ -44,12 +46,14 @@ def _helpers_args(r):
     return (r.standard_normal((3, 3)), r.standard_normal((3, 3)) + 3 * np.eye(3))
 
 
-SPLIT = [Kernel("mlp_split", mlp, _mlp_args), Kernel("solves_split", solves, _solves_args)]
+SPLIT = [Kernel("mlp_split", mlp, _mlp_args), Kernel("solves_split", solves, _solves_args),
+         *(module.KERNELS[0] for module in (test_lapack_svd, test_lapack_qr, test_lapack_eigh)),
+         test_lapack_lstsq.KERNELS[1]]
 CALLEES = [Kernel("helpers", helpers, _helpers_args),
            Kernel("helpers_B_const", helpers, _helpers_args, const=(1,))]
 
 
-@pytest.mark.parametrize("kernel", SPLIT, ids=[k.name for k in SPLIT])
+@pytest.mark.parametrize("kernel", SPLIT, ids=[f"{k.fn.__name__}-{k.name}" for k in SPLIT])
 def test_split_mode(kernel):
     check_reverse(kernel, derive=split_as_reverse)
 
