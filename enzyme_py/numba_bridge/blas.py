@@ -17,6 +17,8 @@ from ir_passes.ir.values import ConstInt, Function, Instruction, Module, Value, 
 from ir_passes.known.model import (CallContext, Flow, ForwardCalls, KnownCall, ReadInReverse,
                                    ReverseCalls)
 
+from .blas_operand_copy import copy_mixed_operands
+
 DOT = "numba_xxdot"
 _KINDS = {ord("d"): DOUBLE, ord("s"): FLOAT}
 _N, _X, _Y, _OUT = 2, 3, 4, 5      # argument positions
@@ -89,8 +91,14 @@ def axpy_function(module: Module, t: FloatType) -> Function:
     return fn
 
 
+def _prepare(module: Module, inst: Instruction) -> None:
+    """Copies of operands of mixed origin (`blas_operand_copy.py`)."""
+    n, one = inst.operands[_N], ConstInt(inst.operands[_N].type, 1)
+    copy_mixed_operands(module, inst, dot_type(inst), ((_X, n, n, one), (_Y, n, n, one)))
+
+
 DOT_RECORD = KnownCall(
     DOT, writes=(_OUT,), flow=Flow(_OUT, (_X, _Y)), check=_check, forward=_forward,
-    reverse=_reverse,
+    reverse=_reverse, prepare=_prepare,
     reverse_reads=ReadInReverse((_X, _Y), "np.dot of an array the function also writes",
                                 "take the dot product of a copy, or write it as a loop"))

@@ -27,6 +27,7 @@ from ir_passes.known.model import (CallContext, Flow, ForwardCalls, KnownCall, R
 
 from .blas import dot_type
 from .blas_calls import call_gemm, call_gemv, zero_matrix
+from .blas_operand_copy import copy_mixed_operands
 
 GEMV, GEMM = "numba_xxgemv", "numba_xxgemm"
 # Argument positions.
@@ -195,17 +196,32 @@ def _reverse_gemm(ctx: ReverseCalls, inst: Instruction) -> None:
     zero_matrix(b, module, t, g, m, n, ldc)
 
 
-_HINT = ("multiply a copy (A.copy() @ x), or write the array only after its last product; "
-         "for np.linalg.matrix_power(A, n) with |n| >= 4 (its loop reuses a temporary), write "
-         "the products out (A @ A @ A @ A) or use forward mode")
+def _prepare_gemv(module: Module, inst: Instruction) -> None:
+    """Copies of operands of mixed origin (`blas_operand_copy.py`)."""
+    m, n = inst.operands[_V_M], inst.operands[_V_N]
+    length = m if _flag(inst, _V_TRANS) == "t" else n
+    copy_mixed_operands(module, inst, dot_type(inst), (
+        (_V_A, inst.operands[_V_LDA], m, n), (_V_X, length, length, ConstInt(n.type, 1))))
+
+
+def _prepare_gemm(module: Module, inst: Instruction) -> None:
+    """Copies of operands of mixed origin (`blas_operand_copy.py`)."""
+    m, n, k = (inst.operands[i] for i in (_M_M, _M_N, _M_K))
+    a_shape = (k, m) if _flag(inst, _M_TA) == "t" else (m, k)
+    b_shape = (n, k) if _flag(inst, _M_TB) == "t" else (k, n)
+    copy_mixed_operands(module, inst, dot_type(inst), (
+        (_M_A, inst.operands[_M_LDA], *a_shape), (_M_B, inst.operands[_M_LDB], *b_shape)))
+
+
+_HINT = "multiply a copy (A.copy() @ x), or write the array only after its last product"
 
 GEMV_RECORD = KnownCall(
     GEMV, writes=(_V_Y,), flow=Flow(_V_Y, (_V_A, _V_X)), check=_check_gemv,
-    forward=_forward_gemv, reverse=_reverse_gemv,
+    forward=_forward_gemv, reverse=_reverse_gemv, prepare=_prepare_gemv,
     reverse_reads=ReadInReverse((_V_A, _V_X), "matrix product (numba_xxgemv: A @ x, np.dot "
                                 "or np.matmul) of an array the function also writes", _HINT))
 GEMM_RECORD = KnownCall(
     GEMM, writes=(_M_C,), flow=Flow(_M_C, (_M_A, _M_B)), check=_check_gemm,
-    forward=_forward_gemm, reverse=_reverse_gemm,
+    forward=_forward_gemm, reverse=_reverse_gemm, prepare=_prepare_gemm,
     reverse_reads=ReadInReverse((_M_A, _M_B), "matrix product (numba_xxgemm: A @ B, np.dot "
                                 "or np.matmul) of an array the function also writes", _HINT))

@@ -28,6 +28,7 @@ from ir_passes.known.model import KnownCall, Role, register
 
 from .blas import DOT_RECORD
 from .blas_level2_3 import GEMM_RECORD, GEMV_RECORD
+from .blas_operand_copy import COPY_RECORD
 from .blas_norm import NRM2_RECORD
 from .lapack_cholesky import POTRF_RECORD
 from .lapack_eigh import EVD_RECORD
@@ -104,7 +105,7 @@ register(
     KnownCall("NRT_MemInfo_varsize_realloc", fresh=True, pointer_neutral=True, writes=(),
               role=Role.VARSIZE_REALLOC),
     DOT_RECORD, GEMV_RECORD, GEMM_RECORD, NRM2_RECORD, GESV_RECORD, GETRF_RECORD, GETRI_RECORD,
-    POTRF_RECORD, EVD_RECORD, SVD_RECORD, QR_RECORD, LSTSQ_RECORD,
+    POTRF_RECORD, EVD_RECORD, SVD_RECORD, QR_RECORD, LSTSQ_RECORD, COPY_RECORD,
     KnownCall("numba_ez_gelsd", prepare=prepare_lstsq, problem=CallProblem(
         "least squares (LAPACK numba_ez_gelsd: np.linalg.lstsq) of a complex matrix",
         _LSTSQ_HINT)),

@@ -1,16 +1,13 @@
 """The one entry point front ends call: synthesize, drop the primal, print, verify."""
 from __future__ import annotations
 
-from ..analysis.activity import analyze_activity
 from ..canonicalize import verify
 from ..errors import InvalidIRError
 from ..ir.printer import print_module
 from ..ir.values import Function, Module
-from ..known.model import call_record
-from .callees import not_inlined_callees
 from .forward import synthesize_forward
+from .prepare import prepare_calls
 from .reverse.driver import synthesize_reverse
-from .seeds import activity_seeds
 from .spec import DiffSpec
 
 
@@ -28,20 +25,6 @@ def differentiate(module: Module, spec: DiffSpec, what: str) -> tuple[Function, 
         raise InvalidIRError(f"enzyme_py produced invalid IR for {what}; this is a bug.\n"
                              f"{exc}") from None
     return fn, text
-
-
-def prepare_calls(module: Module, spec: DiffSpec) -> None:
-    """Let the records of known calls rewrite the primal's calls that touch derivatives
-    (`KnownCall.prepare`); the others stay as they are."""
-    primal = module.functions[spec.primal]
-    calls = [inst for inst in primal.instructions() if inst.opcode == "call"
-             and getattr(call_record(inst), "prepare", None) is not None]
-    if not calls:
-        return
-    info = analyze_activity(primal, *activity_seeds(primal, spec), not_inlined_callees(module))
-    for inst in calls:
-        if any(op in info.varied or op in info.shadowed for op in inst.operands):
-            call_record(inst).prepare(module, inst)  # type: ignore[union-attr]
 
 
 __all__ = ["differentiate"]

@@ -13,6 +13,7 @@ from ..ir.clone import clone_instruction
 from ..ir.types import I32
 from ..ir.values import Function, Instruction, Value
 from .callees import callee_spec, memoised
+from .prepare import prepare_calls
 from .spec import Activity, DiffSpec
 
 if TYPE_CHECKING:
@@ -35,6 +36,7 @@ def forward_call(fw: _Forward, inst: Instruction, callee: Function,
         raise fw.diag.unsupported(f"call to @{callee.name}, which is not inlined, in vector "
                                   "forward mode", inst, "use width=1")
     spec = callee_spec(fw.diag, inst, callee, "forward", fw.info)
+    prepare_calls(fw.module, spec)
     tangent_fn = memoised(fw.module, spec, lambda named: _make(fw, derivative, named))
     slot = inst.operands[0]
     out = fw.entry_alloca(spec.ret_type) if spec.ret_type is not None else fw.value(slot)

@@ -192,11 +192,3 @@ def test_temporaries_are_released(check, nrt_stats):
     after = rtsys.get_allocation_stats()
     alloc, free, mi_alloc, mi_free = (a - b for a, b in zip(after, before))
     assert mi_alloc > 0 and (alloc, mi_alloc) == (free, mi_free), (after, before)
-
-
-def test_split_mode_refuses_products_of_temporaries():
-    fwd_rev = derive_diff(mlp, None, ("dup",) * 5, mode="split")
-    args = _mlp_args(np.random.default_rng(0))
-    with pytest.raises(UnsupportedError, match=r"numba_xxgemv of an array allocated in the "
-                       r"function, in split mode(.*\n)*  fix: not supported yet in split mode"):
-        fwd_rev[0](*(a for v in args for a in (v, np.zeros_like(v))))

@@ -30,6 +30,7 @@ from ...ir.values import (Argument, Constant, Function, GlobalRef, Instruction, 
 from ...known.memory import pointer_base
 from ...known.model import Role, runtime_call
 from ..callees import callee_spec, memoised, written_parameters, written_targets
+from ..prepare import prepare_calls
 from ..spec import Activity, DiffSpec, ReturnLeaf, SplitSpec
 from .availability import Availability, BlockContext
 from .kept import written_after
@@ -80,6 +81,7 @@ class _Halves:
 
 def _halves_spec(st: ReverseState, inst: Instruction, callee: Function) -> DiffSpec:
     spec = callee_spec(st.diag, inst, callee, "reverse", st.info)
+    prepare_calls(st.module, spec)
     grads = tuple(callee.args[p.args[0]].type for p in spec.params
                   if p.activity is Activity.ACTIVE)
     leaves = (ReturnLeaf((), spec.ret_slot),) if spec.ret is Activity.ACTIVE else None

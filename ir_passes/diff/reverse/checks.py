@@ -65,10 +65,7 @@ def _check_reverse_reads(st: ReverseState, inst: Instruction,
         if owned is None or written_after(inst, owned[1], reads.allowed):
             raise st.diag.unsupported(f"{reads.what} ({describe_memory(st.spec, v)})", inst,
                                       reads.hint)
-        if st.owned is not None:
-            raise st.diag.unsupported(
-                f"{inst.callee_name} of an array allocated in the function, in split mode",
-                inst, "not supported yet in split mode (the tape cannot keep the array): use "
-                "mode='reverse', or pass the array as an argument")
         emit_reference(st.b, st.module, st.map(owned[0]), Role.INCREF)
+        if st.owned is not None:    # split mode: released if the state dies unreversed
+            st.owned_pushes.setdefault(inst.block, []).append(st.map(owned[0]))
         st.kept.setdefault(inst, []).append(owned[0])

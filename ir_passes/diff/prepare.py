@@ -1,0 +1,33 @@
+"""Rewrites of known calls before synthesis (`KnownCall.prepare`): in the primal, and in a
+callee that is not inlined before its own derivative is synthesized. Each call is rewritten
+once per module (a callee's derivatives in several activities share its rewritten body; a
+rewrite keeps the call's results, so the callee's primal uses stay right)."""
+from __future__ import annotations
+
+import weakref
+
+from ..analysis.activity import analyze_activity
+from ..ir.values import Instruction, Module
+from ..known.model import call_record
+from .callees import not_inlined_callees
+from .seeds import activity_seeds
+from .spec import DiffSpec
+
+_prepared: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def prepare_calls(module: Module, spec: DiffSpec) -> None:
+    """Let the records of known calls rewrite the calls of `spec.primal` that touch
+    derivatives under `spec`'s activities; the others stay as they are."""
+    done: list[Instruction] = _prepared.setdefault(module, [])
+    primal = module.functions[spec.primal]
+    calls = [inst for inst in primal.instructions() if inst.opcode == "call"
+             and getattr(call_record(inst), "prepare", None) is not None
+             and not any(inst is d for d in done)]
+    if not calls:
+        return
+    info = analyze_activity(primal, *activity_seeds(primal, spec), not_inlined_callees(module))
+    for inst in calls:
+        if any(op in info.varied or op in info.shadowed for op in inst.operands):
+            done.append(inst)
+            call_record(inst).prepare(module, inst)  # type: ignore[union-attr]
