@@ -371,7 +371,8 @@ class _Forward:
             self.b.store(self._returned_shadow(v, inst), self.shadows[ptr], align=inst.align)
         elif ptr in self.info.shadowed and is_list_item_store(self.primal, inst):
             shadow = list_item_shadow(self.diag, self.primal, inst, self._map,
-                                      lambda p: self.meminfo_shadows.get(p) or self.shadows.get(p))
+                                      lambda p: self.meminfo_shadows.get(p) or self.shadows.get(p),
+                                      self.tangents.get)
             self.b.store(shadow, self.shadows[ptr], align=inst.align)
         elif ptr in self.info.shadowed:
             t = self.tangents.get(v)

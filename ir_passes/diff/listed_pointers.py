@@ -34,13 +34,16 @@ def is_list_item_store(fn: Function, inst: Instruction) -> bool:
 
 
 def list_item_shadow(diag: Diagnostics, fn: Function, store: Instruction,
-                     value: Callable[[Value], Value], shadow: ShadowLookup) -> Value:
-    """What the shadow list holds where `store` writes into the list: the same integer, the
-    shadow of a pointer, null for a constant or for a pointer without a shadow in a field no
-    shadowed pointer goes to (an array's parent object); refused for one mixed with them."""
+                     value: Callable[[Value], Value], shadow: ShadowLookup,
+                     tangent: ShadowLookup) -> Value:
+    """What the shadow list holds where `store` writes into the list: the same integer (its
+    tangent if it has one: bytes copied from shadowed memory), the shadow of a pointer, null
+    for a constant or for a pointer without a shadow in a field no shadowed pointer goes to
+    (an array's parent object); refused for one mixed with them."""
     v = store.operands[0]
     if not v.type.is_pointer:
-        return value(v)
+        t = tangent(v)
+        return value(v) if t is None else t
     s = shadow(v)
     if s is not None:
         return s

@@ -167,7 +167,11 @@ class AugmentedForward:
         st = self.st
         if inst.operands and inst.operands[-1] in st.info.shadowed \
                 and is_list_item_store(st.primal, inst):
-            shadow = list_item_shadow(st.diag, st.primal, inst, st.map, self._listed_shadow)
+            if inst.operands[0] in st.info.varied:      # reverse mode keeps no tangents
+                raise st.diag.unsupported("integer bits of an active value stored into a list",
+                                          inst, "not supported yet: keep floats as floats")
+            shadow = list_item_shadow(st.diag, st.primal, inst, st.map, self._listed_shadow,
+                                      lambda v: None)
             st.b.store(shadow, st.fshadow[inst.operands[1]])
 
     def _listed_shadow(self, v: Value) -> Value | None:
