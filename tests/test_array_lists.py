@@ -133,3 +133,20 @@ def test_vector_forward_mode_refuses_a_list_of_arrays():
     with pytest.raises(UnsupportedError, match=r"^cannot differentiate: a Python list holding "
                        r"active values in vector forward mode\n"):
         df(np.linspace(0.1, 0.9, 6), np.ones((2, 6)))
+
+
+def nested(x):
+    outer = []
+    for i in range(2):
+        inner = [x[i] * 2.0, x[i + 1] * x[i]]
+        outer.append(inner)
+    return outer[0][1] * outer[1][0]
+
+
+@pytest.mark.parametrize("mode", ["forward", "reverse"])
+def test_a_list_of_lists_of_active_floats_stays_refused(mode):
+    """The data of a list read back from a list is not followed: refused, not zero."""
+    df = derive_diff(nested, None, ("dup",), mode=mode)
+    with pytest.raises(UnsupportedError, match=r"^cannot differentiate: an array holding active "
+                       r"values escapes the function: it is stored into memory "):
+        df(np.linspace(0.1, 0.9, 4), np.ones(4))

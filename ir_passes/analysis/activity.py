@@ -139,11 +139,19 @@ def _derives_shadowed(inst: Instruction, shadowed: set[Value], stores: PointerSt
     if inst.opcode == "load":      # reloaded from memory that may hold a shadowed pointer
         return stores.may_hold(inst.operands[0])
     if inst.opcode == "call":
-        return stores.may_return(inst, shadowed)
+        return stores.may_return(inst, shadowed) or _listed_owner_data(inst, shadowed)
     if inst.opcode in _POINTER_DERIVING:
         ops = inst.operands[1:] if inst.opcode == "select" else inst.operands
         return any(op in shadowed for op in ops)
     return False
+
+
+def _listed_owner_data(inst: Instruction, shadowed: set[Value]) -> bool:
+    """The data of an owner read back from a list holding shadowed pointers: its shadow is
+    the data of the owner's shadow, read back from the shadow list (`array_lists.py`)."""
+    owner = inst.operands[0] if role_of(inst) is Role.HANDLE_DATA else None
+    return isinstance(owner, Instruction) and owner.opcode == "load" and owner in shadowed \
+        and in_list_storage(owner.operands[0])
 
 
 def _is_varied(inst: Instruction, varied: set[Value], shadowed: set[Value]) -> bool:

@@ -138,13 +138,18 @@ def _refuse_escapes(fn: Function, allocs: set[Instruction], diag: Diagnostics,
         if inst in merges or inst.opcode == "icmp" or role_of(inst) in _NOT_ESCAPING:
             continue
         if inst.opcode == "store" and (_returned(inst, retptr, info) or never_reloaded(fn, inst)
-                                       or is_tape_memory(inst.operands[1])
-                                       or is_list_item_store(fn, inst)):
+                                       or is_tape_memory(inst.operands[1])):
             continue
         escaping = next((op for op in inst.operands if op in meminfos), None)
-        if escaping is not None:
+        if escaping is not None and not _listed_array(fn, inst, _origin(escaping, allocs)):
             raise diag.unsupported(*_escape_message(fn, inst, retptr),
                                    located=_origin(escaping, allocs))
+
+
+def _listed_array(fn: Function, inst: Instruction, origin: Instruction | None) -> bool:
+    """An array (not a list: the data of a list read back from a list is not followed) put
+    in a list of arrays."""
+    return role_of(origin) is Role.HANDLE_ALLOC and is_list_item_store(fn, inst)
 
 
 def _returned(inst: Instruction, retptr: Value | None, info: ActivityInfo) -> bool:
