@@ -18,6 +18,7 @@ from typing import Collection
 from ..ir.printer import print_function
 from ..ir.types import ArrayType, FloatType, IntType, StructType, Type, VectorType
 from ..ir.values import Argument, Function, Instruction, Value
+from .array_lists import in_list_storage
 from ..known.memory import is_tape_memory, pointer_base, pointer_bases
 from ..known.model import Role, call_record, is_local_allocation, role_of
 from .pointer_stores import PointerStores, is_pointer_like
@@ -81,7 +82,8 @@ def analyze_activity(fn: Function, varied_args: set[Argument], shadowed_args: se
                 changed = True
             for base in _local_memory_receiving(inst, varied, shadowed, callees) \
                     + _local_memory_merged(inst, shadowed) \
-                    + _local_memory_taped(inst, shadowed, stores):
+                    + _local_memory_taped(inst, shadowed, stores) \
+                    + _list_storage_listing(inst, shadowed):
                 if base not in shadowed:
                     shadowed.add(base)
                     changed = True
@@ -137,11 +139,19 @@ def _derives_shadowed(inst: Instruction, shadowed: set[Value], stores: PointerSt
     if inst.opcode == "load":      # reloaded from memory that may hold a shadowed pointer
         return stores.may_hold(inst.operands[0])
     if inst.opcode == "call":
-        return stores.may_return(inst, shadowed)
+        return stores.may_return(inst, shadowed) or _listed_owner_data(inst, shadowed)
     if inst.opcode in _POINTER_DERIVING:
         ops = inst.operands[1:] if inst.opcode == "select" else inst.operands
         return any(op in shadowed for op in ops)
     return False
+
+
+def _listed_owner_data(inst: Instruction, shadowed: set[Value]) -> bool:
+    """The data of an owner read back from a list holding shadowed pointers: its shadow is
+    the data of the owner's shadow, read back from the shadow list (`array_lists.py`)."""
+    owner = inst.operands[0] if role_of(inst) is Role.HANDLE_DATA else None
+    return isinstance(owner, Instruction) and owner.opcode == "load" and owner in shadowed \
+        and in_list_storage(owner.operands[0])
 
 
 def _is_varied(inst: Instruction, varied: set[Value], shadowed: set[Value]) -> bool:
@@ -203,6 +213,15 @@ def _local_memory_taped(inst: Instruction, shadowed: set[Value],
         return [u for u in _users(v) if role_of(u) is Role.HANDLE_DATA]
     base = local_memory_base(v)
     return [base] if base is not None and base.opcode != "alloca" else []
+
+
+def _list_storage_listing(inst: Instruction, shadowed: set[Value]) -> list[Instruction]:
+    """A list's storage receiving a pointer with a shadow (an array put in a list): it gets
+    a shadow holding the items' shadows (`array_lists.py`)."""
+    if inst.opcode != "store" or inst.operands[0] not in shadowed \
+            or not in_list_storage(inst.operands[1]):
+        return []
+    return local_memory_bases(inst.operands[1])
 
 
 def _users(v: Instruction) -> list[Instruction]:

@@ -11,12 +11,14 @@ shadow alive until the reverse of the allocation, where it is released.
 from __future__ import annotations
 
 from ..analysis.activity import ActivityInfo
+from ..analysis.array_lists import holds_pointers
 from ..analysis.pointer_stores import never_reloaded
 from ..diagnostics import Diagnostics
 from ..ir.types import ArrayType, StructType, Type, VectorType
 from ..ir.values import Constant, Function, GlobalRef, Instruction, Value
 from ..known.memory import is_tape_memory, pointer_base
 from ..known.model import Role, role_of
+from .listed_pointers import is_list_item_store
 
 _NOT_ESCAPING = (Role.HANDLE_DATA, Role.INCREF, Role.DECREF, Role.VARSIZE_REALLOC)
 
@@ -30,7 +32,7 @@ def shadowed_allocations(fn: Function, info: ActivityInfo, diag: Diagnostics,
         if role_of(inst) is Role.HANDLE_DATA and inst in info.shadowed:
             meminfo = inst.operands[0]
             if role_of(meminfo) is Role.HANDLE_VARSIZE:
-                _check_growable(meminfo, diag)  # type: ignore[arg-type]
+                _check_growable(fn, meminfo, diag)  # type: ignore[arg-type]
             elif not (isinstance(meminfo, Instruction) and role_of(meminfo) is Role.HANDLE_ALLOC):
                 origin = meminfo.callee_name if isinstance(meminfo, Instruction) else None
                 raise diag.unsupported(
@@ -42,10 +44,13 @@ def shadowed_allocations(fn: Function, info: ActivityInfo, diag: Diagnostics,
     return allocs
 
 
-def _check_growable(owner: Instruction, diag: Diagnostics) -> None:
+def _check_growable(fn: Function, owner: Instruction, diag: Diagnostics) -> None:
     """Growable memory (a list's storage, role HANDLE_VARSIZE) gets a shadow whose release
-    calls no destructor: refused when the primal's destructor releases anything (the items
-    of a list of arrays or other owners)."""
+    calls no destructor, unless the primal stores pointers into it (a list of arrays: its
+    shadow mirrors it and is released by the primal's destructor, `analysis/array_lists.py`):
+    refused when the primal's destructor releases anything else."""
+    if holds_pointers(fn, owner):
+        return
     dtor = pointer_base(owner.operands[1])
     body = diag.module.functions.get(dtor.name or "") if isinstance(dtor, GlobalRef) else None
     if body is not None and not body.is_declaration \
@@ -123,7 +128,8 @@ def _refuse_escapes(fn: Function, allocs: set[Instruction], diag: Diagnostics,
                     retptr: Value | None, info: ActivityInfo) -> None:
     """The meminfo of a shadowed allocation may only be compared, asked for its data, reference
     counted, merged by phis/selects whose results are used the same way, returned through a
-    shadowed return slot, parked in a stack slot nothing reads back, or kept on the tape of a
+    shadowed return slot, parked in a stack slot nothing reads back, put in a list of arrays
+    (whose shadow holds its shadow: `listed_pointers.py`), or kept on the tape of a
     derivative being differentiated with its shadow (`taped_pointers.py`). Anything else (stored,
     passed to a call) lets the array outlive what the pass tracks."""
     merges = meminfo_merges(fn, allocs)
@@ -135,9 +141,15 @@ def _refuse_escapes(fn: Function, allocs: set[Instruction], diag: Diagnostics,
                                        or is_tape_memory(inst.operands[1])):
             continue
         escaping = next((op for op in inst.operands if op in meminfos), None)
-        if escaping is not None:
+        if escaping is not None and not _listed_array(fn, inst, _origin(escaping, allocs)):
             raise diag.unsupported(*_escape_message(fn, inst, retptr),
                                    located=_origin(escaping, allocs))
+
+
+def _listed_array(fn: Function, inst: Instruction, origin: Instruction | None) -> bool:
+    """An array (not a list: the data of a list read back from a list is not followed) put
+    in a list of arrays."""
+    return role_of(origin) is Role.HANDLE_ALLOC and is_list_item_store(fn, inst)
 
 
 def _returned(inst: Instruction, retptr: Value | None, info: ActivityInfo) -> bool:

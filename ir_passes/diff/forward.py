@@ -16,6 +16,7 @@ array is the same view of its tangent).
 from __future__ import annotations
 
 from ..analysis.activity import ActivityInfo, analyze_activity, carries_float
+from ..analysis.array_lists import holds_pointers
 from ..analysis.cfg import reverse_post_order
 from ..diagnostics import Diagnostics
 from ..errors import ActivityError
@@ -37,6 +38,7 @@ from .forward_calls import forward_call, touches_derivatives
 from .forward_kept import KeptAllocations
 from .forward_returns import complete_tangent
 from .lanes import gather, lane_pointers, vector_of
+from .listed_pointers import is_list_item_load, is_list_item_store, list_item_shadow
 from .lanes import lane as lane_of
 from .reverse.parked_shadows import emit_release_all, release_symbol
 from .returns import pack_results, release_arrays, return_slot
@@ -253,6 +255,10 @@ class _Forward:
 
     def _shadow_pointer(self, inst: Instruction) -> None:
         b = self.b
+        if is_list_item_load(inst, self.info):  # its shadow is in the shadow list
+            shadow = b.load(PTR, self.shadows[inst.operands[0]])
+            self.shadows[inst] = self.meminfo_shadows[inst] = shadow
+            return
         if is_taped_pointer_load(inst):         # its shadow is taped beside it
             if self.width > 1:
                 raise vector_mode_error(self.diag, inst, self.width)
@@ -296,7 +302,8 @@ class _Forward:
                 "a Python list holding active values in vector forward mode", inst,
                 "not supported yet: use width=1, or keep the values in a NumPy array")
         size = self._map(inst.operands[0])
-        self.meminfo_shadows[inst] = allocate_growable_shadow(self.b, self.module, size)
+        dtor = self._map(inst.operands[1]) if holds_pointers(self.primal, inst) else NULL
+        self.meminfo_shadows[inst] = allocate_growable_shadow(self.b, self.module, size, dtor)
 
     def _meminfo_shadow(self, meminfo: Value) -> Value:
         """The shadow meminfo mirroring `meminfo`'s reference counts (null when it has none:
@@ -362,6 +369,11 @@ class _Forward:
         elif ptr in self.info.shadowed and pointer_base(ptr) is self.retptr \
                 and not carries_float(v.type):
             self.b.store(self._returned_shadow(v, inst), self.shadows[ptr], align=inst.align)
+        elif ptr in self.info.shadowed and is_list_item_store(self.primal, inst):
+            shadow = list_item_shadow(self.diag, self.primal, inst, self._map,
+                                      lambda p: self.meminfo_shadows.get(p) or self.shadows.get(p),
+                                      self.tangents.get)
+            self.b.store(shadow, self.shadows[ptr], align=inst.align)
         elif ptr in self.info.shadowed:
             t = self.tangents.get(v)
             if t is None:

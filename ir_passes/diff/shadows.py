@@ -61,11 +61,13 @@ def allocate_shadow(b: Builder, module: Module, size: Value, align: Value) -> tu
     return owner, data
 
 
-def allocate_growable_shadow(b: Builder, module: Module, size: Value) -> Value:
-    """A zeroed owner of growable memory like a list's storage, whose release calls no
-    destructor (the primal's releases nothing: `allocations._check_growable`)."""
+def allocate_growable_shadow(b: Builder, module: Module, size: Value,
+                             dtor: Value = NULL) -> Value:
+    """A zeroed owner of growable memory like a list's storage, released by `dtor` (none
+    when the primal's releases nothing; a list of arrays' own, which releases the shadow
+    items: `allocations._check_growable`)."""
     alloc = declare(module, runtime_call(Role.HANDLE_VARSIZE).name, PTR, [I64, PTR])
-    owner = b.call(alloc, [size, NULL], PTR)
+    owner = b.call(alloc, [size, dtor], PTR)
     zero_memory(b, module, data_pointer(b, module, owner), size, FALSE)
     return owner
 

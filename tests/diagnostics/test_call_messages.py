@@ -30,8 +30,9 @@ def eigenvalues(A, x):
 
 @numba.njit
 def in_a_list(A, x):
-    arrays = [x * 2.0, x * A[0, 0]]  # msg:stored
-    return arrays[0].sum() + arrays[1][1]
+    # A list of arrays is differentiated; a list of lists of active floats is not.
+    rows = [[x[0] * 2.0, x[1] * A[0, 0]]]  # msg:stored
+    return rows[0][1]
 
 
 @numba.njit

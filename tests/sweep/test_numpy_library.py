@@ -36,6 +36,9 @@ NEWLY_SUPPORTED = (
     # Reverse mode: a product's operand is not written by stores through a phi of other
     # arrays or null, nor by llvm.stackrestore (np.cov's `c *= ...`, np.corrcoef).
     "np.cov (vector)", "np.corrcoef",
+    # Lists of arrays (the shadow list mirrors the list: `analysis/array_lists.py`): views of an
+    # argument, fresh arrays, a list only compared; the norm of a complex vector.
+    "np.split", "np.select", "np.allclose-guarded", "np.linalg.norm (complex)",
 )
 _BY_NAME = {e.name: e for e in ENTRIES}
 

@@ -9,6 +9,7 @@ from ...ir.types import ArrayType, FloatType, StructType, Type
 from ...ir.values import Argument, Constant, Instruction, Value, const_float, zero
 from ...known.model import Role, call_record, role_of
 from ..common import fast_math_of, rule_for, scale
+from ..listed_pointers import is_list_item_store
 from ..rules.needs import rule_needs
 from ..shadows import free_raw, release
 from .availability import Availability, BlockContext
@@ -149,8 +150,8 @@ class Adjoints:
 
     def _store(self, ctx: BlockContext, inst: Instruction) -> None:
         v, ptr = inst.operands
-        if ptr not in self.st.info.shadowed:
-            return
+        if ptr not in self.st.info.shadowed or is_list_item_store(self.st.primal, inst):
+            return                      # a shadow list's pointers and integers stay
         b = self.st.b
         sp = self.avail.shadow(ctx, ptr)
         if v in self.st.info.varied and carries_float(v.type):

@@ -7,7 +7,8 @@ from ...analysis.cfg import Loop
 from ...ir.builder import add_incoming
 from ...ir.clone import clone_instruction
 from ...ir.types import I32, I64, PTR
-from ...ir.values import NULL, Block, Constant, Instruction, Value, const_int
+from ...ir.values import NULL, Argument, Block, Constant, Instruction, Value, const_int
+from ...known.array_layout import MEMINFO, PARENT
 from ...known.memory import pointer_base
 from ..common import addresses_nothing, is_poison, mixed_memory_error, unknown_shadow_pointer
 from ..returns import is_exceptional_return
@@ -17,6 +18,7 @@ from .callees import augment_call, touches
 from .kept import emit_reference
 from .parked_shadows import new_slot, take_shadow
 from .checks import check_forward
+from ..listed_pointers import is_list_item_load, is_list_item_store, list_item_shadow
 from ..taped_pointers import (is_tape_copy, is_taped_pointer_load, is_taped_pointer_store,
                               reads_taped_shadows, taped_shadow)
 from .growable import allocate_growable, growable_data, resize_growable
@@ -58,6 +60,7 @@ class AugmentedForward:
             check_forward(st, inst)
             self._mirror_returned_pointer(inst)
             self._mirror_taped_pointer(inst)
+            self._mirror_listed_pointer(inst)
             if inst in st.growable or inst.operands and inst.operands[0] in st.growable:
                 self._growable(inst)
             elif inst in st.allocs:
@@ -124,8 +127,8 @@ class AugmentedForward:
             shadow = call_shadow(b, st.module, inst, st.map, st.fshadow.__getitem__)
         if shadow is not None:
             return shadow
-        if is_taped_pointer_load(inst):    # its shadow is taped beside it
-            return b.load(PTR, st.fshadow[inst.operands[0]])
+        if is_taped_pointer_load(inst) or is_list_item_load(inst, st.info):
+            return b.load(PTR, st.fshadow[inst.operands[0]])    # kept beside it
         if inst.opcode == "alloca":
             if inst.operands:
                 raise st.diag.unsupported("dynamic alloca holding active values", inst)
@@ -157,6 +160,30 @@ class AugmentedForward:
         dst, src, *rest = inst.operands
         st.b.call(st.module.functions[inst.callee_name or ""],
                   [st.fshadow[dst], st.fshadow[src], *(st.map(o) for o in rest)], inst.type)
+
+    def _mirror_listed_pointer(self, inst: Instruction) -> None:
+        """A pointer or integer stored into a list of arrays: the shadow list mirrors it
+        (`listed_pointers.py`)."""
+        st = self.st
+        if inst.operands and inst.operands[-1] in st.info.shadowed \
+                and is_list_item_store(st.primal, inst):
+            if inst.operands[0] in st.info.varied:      # reverse mode keeps no tangents
+                raise st.diag.unsupported("integer bits of an active value stored into a list",
+                                          inst, "not supported yet: keep floats as floats")
+            shadow = list_item_shadow(st.diag, st.primal, inst, st.map, self._listed_shadow,
+                                      lambda v: None)
+            st.b.store(shadow, st.fshadow[inst.operands[1]])
+
+    def _listed_shadow(self, v: Value) -> Value | None:
+        """The shadow of a pointer put in a list: an argument's meminfo and parent have their
+        shadow argument's (the shadow list then holds the shadow array's whole struct)."""
+        st = self.st
+        shadow = st.fshadow.get(v)
+        if shadow is not None or not isinstance(v, Argument):
+            return shadow
+        return next((st.sig.shadow_args[p.name][i] for p in st.spec.params for i in
+                     (MEMINFO, PARENT) if p.activity.has_shadow and p.is_array
+                     and st.primal.args[p.args[i]] is v), None)
 
     def _mirror_returned_pointer(self, inst: Instruction) -> None:
         """A pointer stored into the return slot: its shadow goes into the shadow slot (null
