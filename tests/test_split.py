@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from numba.core.runtime import _nrt_python, rtsys
 
-from enzyme_py import ActivityError, ArgumentError, UnsupportedError, derive_diff
+from enzyme_py import ActivityError, ArgumentError, derive_diff
 from enzyme_py.tape import Tape
 from tests._params import corpus_params
 from tests.kernels import by_name

@@ -20,8 +20,10 @@ from tests.support.kernel import Kernel
 def battery(kernels: Sequence[Kernel], lanes: int = 0, released: Sequence[int] = (0,)
             ) -> tuple[Callable[..., None], ...]:
     """The five tests over `kernels`; `lanes` indexes the kernel the vector forward test uses,
-    `released` those the NRT test uses."""
-    each = pytest.mark.parametrize("kernel", kernels, ids=[k.name for k in kernels])
+    `released` those the NRT test uses. The tests of one kernel run on one xdist worker, where
+    the derivatives they share are cached (`gradcheck`)."""
+    each = pytest.mark.parametrize("kernel", [pytest.param(k, id=k.name, marks=_group(k))
+                                              for k in kernels])
 
     @each
     def test_forward(kernel):
@@ -35,15 +37,22 @@ def battery(kernels: Sequence[Kernel], lanes: int = 0, released: Sequence[int] =
     def test_inner_product(kernel):
         check_inner_product(kernel)
 
+    @_group(kernels[lanes])
     def test_vector_forward_per_lane():
         check_vector_forward(kernels[lanes], 2)
 
     @pytest.mark.parametrize("check", [check_forward, check_reverse],
                              ids=["forward", "reverse"])
-    @pytest.mark.parametrize("index", released, ids=[kernels[i].name for i in released])
+    @pytest.mark.parametrize("index", [pytest.param(i, id=kernels[i].name,
+                                                    marks=_group(kernels[i]))
+                                       for i in released])
     def test_temporaries_are_released(check, index):
         kernel = kernels[index]
         assert_released(check(kernel).df, kernel.args())
 
     return (test_forward, test_reverse, test_inner_product, test_vector_forward_per_lane,
             test_temporaries_are_released)
+
+
+def _group(kernel: Kernel) -> pytest.MarkDecorator:
+    return pytest.mark.xdist_group(name=f"linalg-{kernel.fn.__module__}-{kernel.name}")

@@ -5,22 +5,17 @@ operands, float32 and float64, C, F and strided layouts (Numba copies non-contig
 first), products of fresh arrays, np.dot(A, B, out); NRT allocations balanced. Numba needs
 scipy for BLAS.
 
-Each kernel is compiled once per mode (gradcheck caches derivatives), so kernels combine
-several products."""
+The shared battery (`battery.py`); each kernel is compiled once per mode (gradcheck caches
+derivatives), so kernels combine several products."""
 from __future__ import annotations
-
-import gc
 
 import numpy as np
 import pytest
 
 pytest.importorskip("scipy")
 
-from numba.core.runtime import _nrt_python, rtsys  # noqa: E402
-
 from enzyme_py import UnsupportedError, derive_diff  # noqa: E402
-from tests.support.gradcheck import (check_forward, check_inner_product,  # noqa: E402
-                                     check_reverse, check_vector_forward)
+from tests.linalg.battery import battery  # noqa: E402
 from tests.support.kernel import Kernel  # noqa: E402
 
 
@@ -112,26 +107,11 @@ KERNELS = [
                                           r.standard_normal((3, 5)).astype(np.float32)),
            fd_rtol=2e-2),
 ]
-IDS = [k.name for k in KERNELS]
 
-
-@pytest.mark.parametrize("kernel", KERNELS, ids=IDS)
-def test_forward(kernel):
-    check_forward(kernel)
-
-
-@pytest.mark.parametrize("kernel", KERNELS, ids=IDS)
-def test_reverse(kernel):
-    check_reverse(kernel)
-
-
-@pytest.mark.parametrize("kernel", KERNELS, ids=IDS)
-def test_inner_product(kernel):
-    check_inner_product(kernel)
-
-
-def test_vector_forward_calls_blas_per_lane():
-    check_vector_forward(KERNELS[0], 3)
+(test_forward, test_reverse, test_inner_product, test_vector_forward_per_lane,
+ test_temporaries_are_released) = battery(KERNELS, lanes=0,
+                                          released=(next(i for i, k in enumerate(KERNELS)
+                                                         if k.name == "mlp"),))
 
 
 def test_norm_at_zero_has_the_subgradient_zero():
@@ -165,30 +145,3 @@ def test_out_overwriting_an_earlier_operand_is_refused():
     with pytest.raises(UnsupportedError, match=r"of an array the function also writes \(array "
                        r"'y'.*\n(.*\n)*  fix: multiply a copy"):
         d(*(a for v in (np.ones((2, 2)), np.ones(2), np.ones(2)) for a in (v, np.zeros_like(v))))
-
-
-@pytest.fixture
-def nrt_stats():
-    was_enabled = _nrt_python.memsys_stats_enabled()
-    _nrt_python.memsys_enable_stats()
-    yield
-    if not was_enabled:
-        _nrt_python.memsys_disable_stats()
-
-
-@pytest.mark.parametrize("check", [check_forward, check_reverse], ids=["forward", "reverse"])
-def test_temporaries_are_released(check, nrt_stats):
-    """The fresh arrays of the products (kept alive for the reverse) and their shadows."""
-    kernel = KERNELS[IDS.index("mlp")]
-    df = check(kernel).df
-    args = kernel.args()
-    call = [a for v in args for a in (v, np.zeros_like(v))]
-    df(*call)
-    gc.collect()
-    before = rtsys.get_allocation_stats()
-    for _ in range(3):
-        df(*call)
-    gc.collect()
-    after = rtsys.get_allocation_stats()
-    alloc, free, mi_alloc, mi_free = (a - b for a, b in zip(after, before))
-    assert mi_alloc > 0 and (alloc, mi_alloc) == (free, mi_free), (after, before)

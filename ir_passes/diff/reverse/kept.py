@@ -12,7 +12,7 @@ from typing import Callable
 from ...ir.builder import declare
 from ...ir.types import PTR, VOID
 from ...ir.values import Argument, GlobalRef, Instruction, Value
-from ...known.memory import pointer_base, pointer_bases
+from ...known.memory import pointer_bases
 from ..common import addresses_nothing
 from ...known.model import (Role, call_record, is_local_allocation, role_of, runtime_call,
                             written_arguments)
