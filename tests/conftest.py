@@ -10,3 +10,5 @@ if _ROOT not in sys.path:
 # enzyme_py records the raw IR of every Numba library compiled after it is imported (callee
 # bodies such as np.empty's come from those records), so import it before any kernel compiles.
 import enzyme_py  # noqa: E402,F401
+
+from tests.support.nrt_stats import nrt_stats  # noqa: E402,F401  (a fixture for every test)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 import subprocess
 import sys
-import textwrap
 import traceback
 
 import numba
@@ -25,7 +24,6 @@ import enzyme_py
 from enzyme_py import ActivityError, ArgumentError, derive_diff
 from tests.support.gradcheck import check_all, check_forward, check_reverse
 from tests.support.kernel import Kernel
-from tests.test_exceptions import nrt_stats  # noqa: F401  (fixture)
 
 MODES = ("reverse", "forward")
 

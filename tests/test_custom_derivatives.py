@@ -19,7 +19,6 @@ import enzyme_py
 from ir_passes.diff.rules import registry
 from tests.support.gradcheck import check_forward, check_inner_product, check_reverse
 from tests.support.kernel import Kernel
-from tests.test_exceptions import nrt_stats  # noqa: F401  (fixture)
 
 # ----------------------------------------------------------------------------- scalar rule
 

@@ -13,18 +13,17 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import gc
 import math
 
 import numba
 import numpy as np
 import pytest
-from numba.core.runtime import _nrt_python, rtsys
 
 from enzyme_py import derive_diff
 from tests.kernels import by_name
 from tests.support.arrays import copy_args, make_shadow
 from tests.support.gradcheck import activities, check_reverse
+from tests.support.nrt_stats import NRTCounter
 
 MODES = ("reverse", "forward")
 
@@ -129,33 +128,6 @@ def test_exception_inside_a_taped_loop_then_good_calls():
 
 
 # --------------------------------------------------------------------------------- NRT balance
-
-
-class NRTCounter:
-    """NRT's allocation counters over a window opened by ``start()``."""
-
-    def __init__(self) -> None:
-        self._start = None
-
-    def start(self) -> None:
-        gc.collect()
-        self._start = rtsys.get_allocation_stats()
-
-    def delta(self) -> tuple[int, int, int, int]:
-        """(alloc, free, mi_alloc, mi_free) since ``start()``."""
-        assert self._start is not None, "start() first"
-        gc.collect()
-        return tuple(n - s for n, s in zip(rtsys.get_allocation_stats(), self._start))
-
-
-@pytest.fixture
-def nrt_stats():
-    """NRT's counters enabled for the test (restored afterwards)."""
-    was_enabled = _nrt_python.memsys_stats_enabled()
-    _nrt_python.memsys_enable_stats()
-    yield NRTCounter()
-    if not was_enabled:
-        _nrt_python.memsys_disable_stats()
 
 
 def _assert_balanced(d):

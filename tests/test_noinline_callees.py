@@ -15,7 +15,6 @@ from numba.core.runtime import rtsys
 from enzyme_py import autodiff
 from tests.support.gradcheck import check_forward, check_inner_product, check_reverse
 from tests.support.kernel import Kernel
-from tests.test_exceptions import nrt_stats  # noqa: F401  (fixture)
 
 
 @numba.njit(inline="never")
@@ -92,7 +91,7 @@ def test_callee_stays_a_call_once_per_activities(mode, acts):
 
 
 @pytest.mark.parametrize("mode", ["forward", "reverse"])
-def test_nrt_balanced_through_noinline_callees(mode, nrt_stats):  # noqa: F811
+def test_nrt_balanced_through_noinline_callees(mode, nrt_stats):
     check = check_forward if mode == "forward" else check_reverse
     check(KERNELS["nested"])        # compiled (cached) before counting
     gc.collect()

@@ -14,7 +14,6 @@ from enzyme_py import UnsupportedError, derive_diff
 from tests.support.arrays import make_shadow
 from tests.support.gradcheck import check_forward, check_inner_product, check_reverse
 from tests.support.kernel import Kernel
-from tests.test_exceptions import nrt_stats  # noqa: F401  (fixture)
 
 
 @numba.njit

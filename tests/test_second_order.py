@@ -14,9 +14,9 @@ import re
 import numba
 import numpy as np
 import pytest
-from numba.core.runtime import _nrt_python, rtsys
 
 from enzyme_py import UnsupportedError, derive_diff, hessian, hvp
+from tests.support.nrt_stats import NRTCounter, nrt_statistics
 from tests.test_helpers import rosenbrock, rosenbrock_hessian
 
 
@@ -235,18 +235,12 @@ def test_four_hessian_compositions_agree_with_exact_and_finite_differences(name)
 def nrt_counts():
     """NRT's allocation counts made inside the block: {"alloc", "free", "mi_alloc",
     "mi_free"} (filled in on exit)."""
-    was_enabled = _nrt_python.memsys_stats_enabled()
-    _nrt_python.memsys_enable_stats()
     counts: dict[str, int] = {}
-    try:
-        before = rtsys.get_allocation_stats()
+    with nrt_statistics():
+        counter = NRTCounter()
+        counter.start()
         yield counts
-        after = rtsys.get_allocation_stats()
-    finally:
-        if not was_enabled:
-            _nrt_python.memsys_disable_stats()
-    counts.update({k: getattr(after, k) - getattr(before, k)
-                   for k in ("alloc", "free", "mi_alloc", "mi_free")})
+        counts.update(zip(("alloc", "free", "mi_alloc", "mi_free"), counter.delta()))
 
 
 def test_the_tape_of_a_differentiated_derivative_grows_and_is_freed():

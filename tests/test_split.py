@@ -6,12 +6,10 @@ consumed outputs) with split derivatives in place of reverse ones, and the inner
 identity against forward mode. Then what only split mode has: tapes used once and by their own
 derivative, kept in `@njit` code, freed when they die unused (NRT statistics balanced).
 """
-import gc
 
 import numba
 import numpy as np
 import pytest
-from numba.core.runtime import _nrt_python, rtsys
 
 from enzyme_py import ActivityError, ArgumentError, derive_diff
 from enzyme_py.tape import Tape
@@ -136,21 +134,6 @@ def test_tapes_live_in_njit_code():
     assert nbytes >= 24
 
 
-def _stats():
-    gc.collect()
-    s = rtsys.get_allocation_stats()
-    return s.alloc - s.free, s.mi_alloc - s.mi_free
-
-
-@pytest.fixture
-def nrt_stats():
-    was_enabled = _nrt_python.memsys_stats_enabled()
-    _nrt_python.memsys_enable_stats()
-    yield _stats
-    if not was_enabled:
-        _nrt_python.memsys_disable_stats()
-
-
 def test_unused_and_used_tapes_release_everything(nrt_stats):
     fwd, rev = derive_diff(_scaled, "d_scaled_nrt", ("dup", "active"), mode="split")
     x, y = _data(50)
@@ -158,7 +141,7 @@ def test_unused_and_used_tapes_release_everything(nrt_stats):
     rev(x, np.zeros(50), 2.0, np.ones(50), tape)
     _, tape = _fwd(x, np.zeros(50), y)
     del tape
-    before = nrt_stats()
+    nrt_stats.start()
     for _ in range(3):
         value, tape = _fwd(x, np.zeros(50), y)
         del value, tape                          # never reversed: freed when it dies
@@ -167,7 +150,7 @@ def test_unused_and_used_tapes_release_everything(nrt_stats):
         value, tape = fwd(x, np.zeros(50), 2.0)
         rev(x, np.zeros(50), 2.0, np.ones(50), tape)
         del value, tape
-    assert nrt_stats() == before
+    nrt_stats.assert_balanced()
 
 
 def test_split_mode_errors():

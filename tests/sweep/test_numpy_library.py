@@ -13,10 +13,8 @@ operands (``np.cov``, ``np.corrcoef`` in reverse mode).
 """
 from __future__ import annotations
 
-import gc
 
 import pytest
-from numba.core.runtime import _nrt_python, rtsys
 
 from tests.support.gradcheck import check_forward, check_reverse
 from tests.sweep.numpy_entries import ENTRIES
@@ -43,15 +41,6 @@ NEWLY_SUPPORTED = (
 _BY_NAME = {e.name: e for e in ENTRIES}
 
 
-@pytest.fixture
-def nrt_stats():
-    was_enabled = _nrt_python.memsys_stats_enabled()
-    _nrt_python.memsys_enable_stats()
-    yield
-    if not was_enabled:
-        _nrt_python.memsys_disable_stats()
-
-
 def _params() -> list:
     return [pytest.param(_BY_NAME[name], mode, id=f"{name}-{mode}",
                          marks=pytest.mark.xdist_group(name=f"sweep-{_BY_NAME[name].ident}"))
@@ -64,10 +53,6 @@ def test_differentiated_and_balanced(entry, mode, nrt_stats):
     result = run(entry, mode)
     assert result.outcome == "ok", f"{name} [{mode}]: {result.outcome}\n{result.message}"
     check = check_forward if mode == "forward" else check_reverse
-    gc.collect()
-    before = rtsys.get_allocation_stats()
+    nrt_stats.start()
     check(kernel_of(entry), jit_options=JIT)     # the compiled derivative, called again
-    gc.collect()
-    after = rtsys.get_allocation_stats()
-    alloc, free, mi_alloc, mi_free = (a - b for a, b in zip(after, before))
-    assert (alloc, mi_alloc) == (free, mi_free), (name, mode, after, before)
+    nrt_stats.assert_balanced()
