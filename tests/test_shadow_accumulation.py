@@ -14,22 +14,7 @@ from enzyme_py import derive_diff
 from ir_passes.diff.reverse import adjoints
 from tests.support.gradcheck import check_inner_product, check_reverse
 from tests.support.kernel import kernel
-
-
-def heat_swap(u, v, r, steps):
-    ny, nx = u.shape
-    a, b = u, v
-    for _ in range(steps):
-        for i in range(1, ny - 1):
-            for j in range(1, nx - 1):
-                b[i, j] = a[i, j] + r * (a[i - 1, j] + a[i + 1, j] + a[i, j - 1]
-                                         + a[i, j + 1] - 4.0 * a[i, j])
-        a, b = b, a
-    s = 0.0
-    for i in range(ny):
-        for j in range(nx):
-            s += a[i, j] * a[i, j]
-    return s
+from tests.test_tape_placement import heat_swap
 
 
 def matmul_acc(A, B, C):
