@@ -82,7 +82,7 @@ class _Report:
         self.symbols = size_symbols(fn, spec)
         returns = [b for b in fn.blocks if (t := b.terminator) is not None
                    and t.opcode == "ret" and not is_exceptional_return(t)]
-        self.plan = ReversePlan(fn, returns)
+        self.plan = ReversePlan(fn, returns, reloads=spec.split is None)
         self.trip_counts = TripCounts(self.plan, self.symbols,
                                       lambda l: self._block_name(l.header))
         self.primal_ids = {id(i) for i in fn.instructions()}
