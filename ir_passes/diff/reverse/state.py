@@ -77,7 +77,7 @@ class ReverseState:
         normal_returns = [blk for blk in self.primal.blocks
                           if (t := blk.terminator) is not None and t.opcode == "ret"
                           and not is_exceptional_return(t)]
-        self.plan = ReversePlan(self.primal, normal_returns)
+        self.plan = ReversePlan(self.primal, normal_returns, reloads=spec.split is None)
         self.last_updates = find_last_updates(self.plan, self.primal)   # running max/min
         self.entry = self.fn.add_block("entry")
         self.tape = Tape(module, self.fn, self.entry, parked=spec.split is None)
