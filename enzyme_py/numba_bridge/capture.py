@@ -43,14 +43,18 @@ from typing import Any
 import llvmlite.binding as llvm
 from llvmlite import ir as llir
 from numba import jit
-from numba.core import cgutils, errors
+from numba.core import cgutils, errors, ir
 from numba.core import codegen as nb_codegen
-from numba.core.compiler import CompilerBase, DefaultPassBuilder
+from numba.core.annotations.type_annotations import TypeAnnotation
+from numba.core.compiler import CompilerBase, DefaultPassBuilder, Flags
 from numba.core.compiler_lock import global_compiler_lock
 from numba.core.compiler_machinery import register_pass
 from numba.core.dispatcher import Dispatcher
+from numba.core.funcdesc import PythonFunctionDescriptor
+from numba.core.ir_utils import build_definitions
 from numba.core.lowering import Lower
 from numba.core.runtime import _nrt_python, rtsys
+from numba.core.targetconfig import ConfigStack
 from numba.core.typed_passes import NativeLowering
 
 from ir_passes.api import (TAPE_ALLOCATE, canonicalize_module, differentiable_tapes, parse,
@@ -278,29 +282,62 @@ def _capture(dispatcher: Dispatcher, argtypes: tuple) -> CapturedFunction:
             hint="move the object-mode code out of the differentiated function (compute its "
             "results before the call and pass them in)")
     twin = _twin(dispatcher)
-    try:
-        twin.compile(argtypes)
-    except errors.NumbaRuntimeError as exc:
-        if "re-entrant" not in str(exc):  # the twin reached the original through recursion
-            raise
-        raise UnsupportedError(f"{dispatcher.py_func.__qualname__} is recursive",
-                               hint="differentiate a non-recursive version") from exc
-    cres = twin.overloads[argtypes]
-    name = cres.fndesc.llvm_func_name
-    module, raw_text = _canonical_module(cres.library, name)
+    lowered = _lowered_again(dispatcher, twin, argtypes)
+    if lowered is None:
+        try:
+            twin.compile(argtypes)
+        except errors.NumbaRuntimeError as exc:
+            if "re-entrant" not in str(exc):  # the twin reached the original by recursion
+                raise
+            raise UnsupportedError(f"{dispatcher.py_func.__qualname__} is recursive",
+                                   hint="differentiate a non-recursive version") from exc
+        cres = twin.overloads[argtypes]
+        lowered = cres.fndesc, cres.library
+    fndesc, library = lowered
+    name = fndesc.llvm_func_name
+    module, raw_text = _canonical_module(library, name)
 
-    arg_texts, ret_text = llvm_abi(cres.fndesc.argtypes, cres.fndesc.restype)
+    arg_texts, ret_text = llvm_abi(fndesc.argtypes, fndesc.restype)
     params, index = [], 2
-    for pname, ptype, texts in zip(cres.fndesc.args, cres.fndesc.argtypes, arg_texts):
+    for pname, ptype, texts in zip(fndesc.args, fndesc.argtypes, arg_texts):
         params.append(ParamLayout(pname, ptype, tuple(range(index, index + len(texts)))))
         index += len(texts)
     n_llvm = len(module.get_function(name).global_value_type.get_function_parameters())
     assert n_llvm == index, f"ABI mismatch for {name}: {n_llvm} LLVM args, expected {index}"
 
     return CapturedFunction(module_text=_dbg_to_loc(str(module)), func_name=name,
-                            argtypes=argtypes, restype=cres.fndesc.restype,
+                            argtypes=argtypes, restype=fndesc.restype,
                             params=tuple(params), return_llvm_type=ret_text,
-                            library=cres.library, _raw_debug_text=raw_text)
+                            library=library, _raw_debug_text=raw_text)
+
+
+def _lowered_again(dispatcher: Dispatcher, twin: Dispatcher, argtypes: tuple):
+    """When ``dispatcher`` has compiled ``argtypes`` itself (in nopython mode, not loaded
+    from Numba's disk cache), its typed and legalised Numba IR lowered again by the twin's
+    lowering under a name of its own: ``(fndesc, library)``, the library lowered only, as a
+    twin's. The same code the twin's compile lowers, without typing the primal again; None
+    otherwise (the twin compiles)."""
+    cres = dispatcher.overloads.get(argtypes)
+    annotation = getattr(cres, "type_annotation", None)
+    if not isinstance(annotation, TypeAnnotation) or cres.objectmode or cres.lifted \
+            or annotation.func_id.is_generator:
+        return None
+    func_id = annotation.func_id.derive()     # blocks as lowered: typed, legalised
+    func_ir = ir.FunctionIR(annotation.blocks, False, func_id, ir.Loc.from_function_id(func_id),
+                            build_definitions(annotation.blocks), func_id.arg_count,
+                            func_id.arg_names)
+    base, context = cres.fndesc, cres.target_context
+    fndesc = PythonFunctionDescriptor.from_specialized_function(
+        func_ir, base.typemap, base.restype, base.calltypes, mangler=context.mangler,
+        inline=base.inline, noalias=base.noalias, abi_tags=base.abi_tags)
+    library = context.codegen().create_library(func_ir.func_id.func_qualname)
+    library.enable_object_caching()
+    library._reload_init.update(cres.reload_init)
+    flags = Flags()
+    twin._compiler.targetdescr.options.parse_as_flags(flags, twin._compiler.targetoptions)
+    with ConfigStack().enter(_lowered_only(flags)), context.push_code_library(library):
+        _LocatingLower(context, library, fndesc, func_ir, metadata={}).lower()
+    return fndesc, library
 
 
 def _canonical_module(library, name: str) -> tuple[llvm.ModuleRef, str]:
