@@ -238,6 +238,13 @@ def test_disjoint_parts_of_one_buffer_are_accepted_and_correct():
     assert tangent == pytest.approx(fd, rel=1e-8)
 
 
+def test_empty_arrays_share_no_memory():
+    """An empty array spans no address: one empty buffer as a primal and its shadow is no
+    overlap (and nothing to differentiate)."""
+    empty = np.zeros((3, 0))[0]
+    assert D_SUMSQ["reverse"](empty, empty) == ()
+
+
 def test_overlap_of_written_primal_with_an_input_still_refused():
     a = A.copy()
     with pytest.raises(ArgumentError, match="^'a' and 'out' overlap in memory: the derivative "

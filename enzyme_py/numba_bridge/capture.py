@@ -4,7 +4,9 @@
 dispatcher (same ``py_func`` and target options) whose lowering tags every instruction with
 the Python line it came from, and returns a ``CapturedFunction``: one self-contained module
 holding only the primal's definition, with declarations for what stays external (``NRT_*``,
-libm, ``numba_*`` C helpers, LLVM intrinsics).
+libm, ``numba_*`` C helpers, LLVM intrinsics). When the dispatcher has compiled that
+signature itself, its typed Numba IR is lowered again by the twin's lowering instead (the
+same module, without running Numba's front end and type inference a second time).
 
 Callee bodies. Numba links callees (other ``@njit`` functions, helpers such as
 ``int_power_impl``, ``ol_min``, ``python3rem``, array-expression kernels) from libraries that

@@ -246,6 +246,25 @@ def test_location_tracking_does_not_change_code(dispatcher, argtypes):
             == _normalised(str(plain), cres.fndesc.llvm_func_name))
 
 
+def _unnumbered(captured):
+    """The module text without the primal's name and the compile counters in symbols."""
+    text = captured.module_text.replace(captured.func_name, "PRIMAL")
+    return re.sub(r"B\d+v\d+B", "BvB", text)
+
+
+@pytest.mark.parametrize("dispatcher, argtypes", CASES, ids=lambda v: getattr(v, "__name__", ""))
+def test_a_compiled_signature_is_lowered_again_not_compiled_twice(dispatcher, argtypes):
+    """A dispatcher that compiled the types itself: its typed IR is lowered again (the twin
+    compiles nothing), into the module a twin's compile gives, source locations included."""
+    compiled, fresh = njit(dispatcher.py_func), njit(dispatcher.py_func)
+    compiled.compile(argtypes)
+    again, twin_made = capture(compiled, argtypes), capture(fresh, argtypes)
+    assert not cap._twins[compiled].overloads and cap._twins[fresh].overloads
+    assert again.func_name != compiled.overloads[argtypes].fndesc.llvm_func_name
+    assert _unnumbered(again) == _unnumbered(twin_made)
+    assert again.raw_text.count(LOC_METADATA) == twin_made.raw_text.count(LOC_METADATA) > 0
+
+
 def test_target_options_are_respected():
     def div(x, y):
         return x / y + x * y
