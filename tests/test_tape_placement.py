@@ -237,6 +237,16 @@ def test_a_product_of_taped_values_is_recomputed(reports):
     assert taped.reason == f"operand of recomputed {product.value}"
 
 
+@pytest.mark.parametrize("name", ["heat_swap", "temporaries_triangle", "matmul_loss"])
+def test_the_merge_after_a_guarded_loop_is_decided_by_the_guard(reports, name):
+    """A loop that may run zero times is guarded; the block after it is entered from the
+    guard or from the loop's exit. The reverse asks the guard's condition again instead of
+    taping which way it went (one slot per run of the enclosing loop before)."""
+    report = reports(name).tape
+    assert not [e for e in report.taped if e.what is Need.CHOICE]
+    assert any(e.block.endswith("loopexit") for e in report.choices)
+
+
 def test_outer_loop_value_taped_once_per_outer_iteration(reports):
     """exp(w[i]) is taped at the inner loop's exit (once per i), not per (i, j)."""
     report = reports("row_weights").tape
