@@ -79,6 +79,15 @@ def temporaries_triangle(icf, means, x):
     return total
 
 
+def sin_squared(x):
+    """t = sin(x[i]) and t * t, both needed by the reverse: t * t is recomputed from t."""
+    s = 0.0
+    for i in range(x.shape[0]):
+        t = math.sin(x[i])
+        s += t * t * x[i]
+    return s
+
+
 def row_weights(A, w):
     """A value computed in the outer loop (exp) and used by every inner iteration."""
     s = 0.0
@@ -139,6 +148,9 @@ KERNELS = {
         lambda rng: (0.3 * rng.standard_normal(4 + 6), rng.standard_normal(4),
                      rng.standard_normal((3, 4))),
         tags=frozenset({"nested-loop", "array2d", "math", "alloc"})),
+    "sin_squared": Kernel(
+        "sin_squared", sin_squared, lambda rng: (rng.uniform(-2, 2, 7),),
+        tags=frozenset({"loop", "math"})),
     "row_weights": Kernel(
         "row_weights", row_weights,
         lambda rng: (rng.standard_normal((3, 4)), 0.5 * rng.standard_normal(3)),
@@ -150,6 +162,7 @@ TYPES = {"heat_swap": ("dup,dup,const,const", "float64[:, ::1], float64[:, ::1],
          "row_weights": ("dup,dup", "float64[:, ::1], float64[::1]"),
          "temporaries_triangle": ("dup,dup,const",
                                   "float64[::1], float64[::1], float64[:, ::1]"),
+         "sin_squared": ("dup", "float64[::1]"),
          "matmul_loss": ("dup,dup,dup", "float64[:, ::1], float64[:, ::1], float64[:, ::1]"),
          "read_then_overwrite": ("dup,dup", "float64[::1], float64[::1]")}
 
@@ -213,6 +226,25 @@ def test_a_temporary_read_in_the_triangular_loop_is_taped_once_per_row(reports):
     rows = [e for e in report.taped if e.type == "double" and e.loops[-1] == triangular.parent]
     assert [e.reason for e in rows] == [
         f"invariant in loop {triangular.header} (taped at its exit, read by its reverse)"]
+
+
+def test_a_product_of_taped_values_is_recomputed(reports):
+    """The reverse reads t for the adjoint of t * t anyway: t * t costs a multiply, not a
+    second slot per element."""
+    report = reports("sin_squared").tape
+    [taped] = report.taped
+    [product] = [e for e in report.recomputed if e.reason.startswith("operand 1 of fmul")]
+    assert taped.reason == f"operand of recomputed {product.value}"
+
+
+@pytest.mark.parametrize("name", ["heat_swap", "temporaries_triangle", "matmul_loss"])
+def test_the_merge_after_a_guarded_loop_is_decided_by_the_guard(reports, name):
+    """A loop that may run zero times is guarded; the block after it is entered from the
+    guard or from the loop's exit. The reverse asks the guard's condition again instead of
+    taping which way it went (one slot per run of the enclosing loop before)."""
+    report = reports(name).tape
+    assert not [e for e in report.taped if e.what is Need.CHOICE]
+    assert any(e.block.endswith("loopexit") for e in report.choices)
 
 
 def test_outer_loop_value_taped_once_per_outer_iteration(reports):

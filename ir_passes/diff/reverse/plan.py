@@ -10,6 +10,7 @@ For every primal value the reverse pass needs, one of four answers (`ReversePlan
 - "recompute": a cheap pure instruction (integer and address arithmetic, comparisons,
   casts, loads from memory the function never writes, or does not write after the load
   when the reverse runs in the same call) whose operands are themselves free (or hoisted);
+  or, in its own block, a product of two active values (its adjoint reads them anyway);
 - "hoist": invariant in the loops around the use that do not contain its definition (a
   shadow base pointer, a pointer phi of an outer loop, a row offset): taped once per run of
   the outermost such loop, at its exits, and read from a stack slot by that loop's reverse;
@@ -55,11 +56,15 @@ class InductionVariable:
 
 
 class ReversePlan:
-    def __init__(self, fn: Function, returns: list[Block], reloads: bool = False) -> None:
+    def __init__(self, fn: Function, returns: list[Block], reloads: bool = False,
+                 products: frozenset[Instruction] = frozenset()) -> None:
         """`reloads`: the reverse runs in the same call as the forward pass (not in split
         halves, between which the caller may write the memory), so a load whose memory nothing
-        writes after it can be repeated by the reverse."""
+        writes after it can be repeated by the reverse. `products`: active `fmul`s of two
+        active operands, which their own adjoint reads in the reverse of their block: there
+        the product is recomputed from them rather than taped beside them."""
         self.fn = fn
+        self.products = products
         self.idom = dominators(fn)
         self.loops = find_loops(fn)
         self.loop_of: dict[Block, Loop] = {}
@@ -169,7 +174,7 @@ class ReversePlan:
         iv = self.ivs.get(v) or self.pointer_ivs.get(v)
         if iv is not None and at in iv.loop.blocks:
             return Access.IV
-        if self._recomputable(v, at, depth=0):
+        if self._recomputable(v, at, depth=0) or (v in self.products and v.block is at):
             return Access.RECOMPUTE
         if self.hoist_loop(v, at) is not None:
             return Access.HOIST
