@@ -103,6 +103,20 @@ def stale_temporary(x, reps):
     return s
 
 
+def growing_rows(w, x):
+    """Row j of a packed triangle has j entries (row 0 none: its inner loop is skipped);
+    idx walks the packing across rows. LLVM ends the inner loop by comparing idx itself
+    with its end, so idx is no recurrence of the row loop (recurrences.py): taped per row."""
+    n = x.shape[0]
+    idx = 0
+    s = 0.0
+    for j in range(n):
+        for l in range(j, 2 * j):
+            s += w[idx] * math.sin(x[l - j] * x[j])
+            idx += 1
+    return s
+
+
 def row_weights(A, w):
     """A value computed in the outer loop (exp) and used by every inner iteration."""
     s = 0.0
@@ -169,6 +183,10 @@ KERNELS = {
     "stale_temporary": Kernel(
         "stale_temporary", stale_temporary, lambda rng: (rng.standard_normal(5), 3),
         tags=frozenset({"nested-loop", "branch", "math", "alloc", "int-arg"})),
+    "growing_rows": Kernel(
+        "growing_rows", growing_rows,
+        lambda rng: (rng.standard_normal(10), rng.standard_normal(5)),
+        tags=frozenset({"nested-loop", "math"})),
     "row_weights": Kernel(
         "row_weights", row_weights,
         lambda rng: (rng.standard_normal((3, 4)), 0.5 * rng.standard_normal(3)),
@@ -182,6 +200,7 @@ TYPES = {"heat_swap": ("dup,dup,const,const", "float64[:, ::1], float64[:, ::1],
                                   "float64[::1], float64[::1], float64[:, ::1]"),
          "sin_squared": ("dup", "float64[::1]"),
          "stale_temporary": ("dup,const", "float64[::1], int64"),
+         "growing_rows": ("dup,dup", "float64[::1], float64[::1]"),
          "matmul_loss": ("dup,dup,dup", "float64[:, ::1], float64[:, ::1], float64[:, ::1]"),
          "read_then_overwrite": ("dup,dup", "float64[::1], float64[::1]")}
 
@@ -227,28 +246,32 @@ def test_swapped_buffers_tape_their_shadows_once_per_time_step(reports):
 
 
 def test_triangular_loop_pushes_nothing_per_inner_iteration(reports):
-    """The packed-triangle read icf[idx] is reloaded (icf is never written), idx is rebuilt
-    from the triangular loop's counter and its start, taped once per run of that loop."""
+    """The packed-triangle read icf[idx] is reloaded (icf is never written); idx is rebuilt
+    from the triangular loop's counter and its start, which the row loop's reverse rebuilds
+    backwards (each row adds the triangular loop's trip count): one slot per run of the row
+    loop, its value after the last row."""
     report = reports("packed_triangle").tape
-    inner = [l.header for l in report.loops if l.depth == 3]
-    assert len(inner) == 1 and not any(e.loops[-1:] == (inner[0],) for e in report.taped)
-    assert any(e.reason == f"invariant in loop {inner[0]} (taped at its exit, read by its "
-               "reverse)" for e in report.taped)
+    inner = [l for l in report.loops if l.depth == 3]
+    assert len(inner) == 1 and not any(inner[0].header in e.loops for e in report.taped)
+    rows = inner[0].parent
+    [after] = [e for e in report.taped if e.reason.endswith("rebuilt backwards by its reverse")]
+    assert after.loops[-1] != rows and f"after loop {rows}," in after.reason
+    assert any(e.kind is Retention.RECURRENCE and e.loops[-1] == inner[0].header
+               for e in report.recomputed)
 
 
 def test_reads_of_a_filled_temporary_are_rebuilt_from_its_fill(reports):
     """xc[j] is read after the loop that filled it with x[i, j] - means[j]: the reads become
     that expression again (x and means are never written, so the reverse reloads them), and
     xc's stores, read by nobody now, go. What is left per row: exp(icf[j]) for its
-    derivative, qxc[j] (accumulated in the triangular loop) for the squared norm, and the
-    packed index once per run of the triangular loop. Nothing per (j, l)."""
+    derivative and qxc[j] (accumulated in the triangular loop) for the squared norm; the
+    packed index once per row i (rebuilt backwards over j). Nothing per (j, l)."""
     ins = reports("temporaries_triangle")
     report = ins.tape
     [triangular] = [l for l in report.loops if l.depth == 3]
     assert not any(triangular.header in e.loops for e in report.taped)
-    assert sorted(e.reason.split(",")[0].split(" %")[0] for e in report.taped) == [
-        f"invariant in loop {triangular.header} (taped at its exit", "operands 0",
-        "result of llvm.exp"]
+    assert sorted(e.reason.split(" ")[1 if e.type == "i64" else 0] for e in report.taped) == [
+        "after", "operands", "result"]
     assert len([line for line in ins.text("canonical").splitlines()
                 if line.lstrip().startswith("store double")]) == 3   # qxc's two, the result
 
