@@ -12,12 +12,12 @@ import math
 import numpy as np
 import pytest
 
-from enzyme_py.inspection import inspection
 from ir_passes.diff.reverse.retained import Need
 from ir_passes.diff.reverse.tape_report import taped_bytes
 
 from tests.unit.enzyme_py.cli.test_tape_report import observed_counts, report_counts
 from tests.support.gradcheck import check_all
+from tests.support.inspected import inspected
 from tests.support.kernel import Kernel
 
 
@@ -92,54 +92,46 @@ def test_derivatives_match_finite_differences(name):
     check_all(KERNELS[name], width=0)
 
 
-@pytest.fixture(scope="module")
-def reports():
-    cache = {}
-
-    def get(name):
-        if name not in cache:
-            acts, types = TYPES[name]
-            cache[name] = inspection(KERNELS[name].fn, acts, types=types)
-        return cache[name]
-    return get
+def inspection_of(name):
+    return inspected(KERNELS[name].fn, *TYPES[name])
 
 
 @pytest.mark.parametrize("name", sorted(KERNELS))
-def test_report_is_what_the_derivative_pushes(reports, name):
-    ins = reports(name)
+def test_report_is_what_the_derivative_pushes(name):
+    ins = inspection_of(name)
     assert report_counts(ins.tape) == observed_counts(ins.target.canonical_text, ins.spec)
     assert taped_bytes(ins.derivative) == ins.tape.bytes_by_block()
 
 
-def test_swapped_buffers_tape_their_shadows_once_per_time_step(reports):
+def test_swapped_buffers_tape_their_shadows_once_per_time_step():
     """Nothing is pushed per grid point: the shadows of the swapped pointers (and their
     row strides) are taped at the exit of the row loop, once per step; indices are
     recomputed from the induction variables."""
-    report = reports("heat_swap").tape
+    report = inspection_of("heat_swap").tape
     stencil = [l.header for l in report.loops if l.depth == 3]
     assert len(stencil) == 1 and not any(e.loops[-1:] == (stencil[0],) for e in report.taped)
     hoisted = [e for e in report.taped if e.reason.startswith("invariant in loop")]
     assert {e.what for e in hoisted} == {Need.SHADOW, Need.VALUE}
     assert all(len(e.loops) == 1 for e in hoisted)           # in the time loop only
-    text = reports("heat_swap").text("tape")
+    text = inspection_of("heat_swap").text("tape")
     assert "invariant in loop" in text
     assert "; placement (cheapest first):\n;   1. direct: " in text       # the cost model
     assert ";   5. hoist: values invariant in the loops around the use" in text
 
 
-def test_triangular_loop_pushes_nothing_per_inner_iteration(reports):
+def test_triangular_loop_pushes_nothing_per_inner_iteration():
     """The packed-triangle read icf[idx] is reloaded (icf is never written), idx is rebuilt
     from the triangular loop's counter and its start, taped once per run of that loop."""
-    report = reports("packed_triangle").tape
+    report = inspection_of("packed_triangle").tape
     inner = [l.header for l in report.loops if l.depth == 3]
     assert len(inner) == 1 and not any(e.loops[-1:] == (inner[0],) for e in report.taped)
     assert any(e.reason == f"invariant in loop {inner[0]} (taped at its exit, read by its "
                "reverse)" for e in report.taped)
 
 
-def test_outer_loop_value_taped_once_per_outer_iteration(reports):
+def test_outer_loop_value_taped_once_per_outer_iteration():
     """exp(w[i]) is taped at the inner loop's exit (once per i), not per (i, j)."""
-    report = reports("row_weights").tape
+    report = inspection_of("row_weights").tape
     exp_entries = [e for e in report.taped if e.type == "double"
                    and e.reason.startswith("invariant in loop")]
     assert len(exp_entries) == 1
