@@ -115,7 +115,7 @@ def test_tape_report_matches_the_synthesizer(fn, acts, argtypes):
         ins = inspection(fn, acts, func=argtypes)
     else:
         ins = inspection(fn, acts, types=argtypes)
-    assert report_counts(ins.tape) == observed_counts(ins.target.canonical_text, ins.spec)
+    assert report_counts(ins.tape) == observed_counts(ins.text("canonical"), ins.spec)
     assert taped_bytes(ins.derivative) == ins.tape.bytes_by_block()
     assert "warning" not in ins.text("tape")
 
