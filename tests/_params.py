@@ -4,6 +4,9 @@
 id, grouped per kernel for ``pytest-xdist --dist loadgroup`` (the checks of one kernel then
 run in one worker and share the derivatives ``tests.support.gradcheck`` caches there).
 
+``kernel_checks(kernels, checks)`` is the same for a test file's own kernels: one
+``(kernel, check)`` param per kernel and check, with ids ``check-name``, grouped per kernel.
+
 Known failures go in ``KNOWN_FAILURES`` as ``(kernel name, check) -> reason``; they are marked
 ``xfail(strict=True)``, so a fix shows up as an XPASS that must remove the entry.
 """
@@ -31,3 +34,13 @@ def kernel_param(k: Kernel, check: str) -> object:
 
 def corpus_params(check: str, kernels: list[Kernel] | None = None) -> list:
     return [kernel_param(k, check) for k in (KERNELS if kernels is None else kernels)]
+
+
+def kernel_checks(kernels: list[Kernel], checks: tuple[str, ...] = CHECKS[:3]) -> list:
+    """``(kernel, check)`` for every kernel and check (see ``tests.support.gradcheck.run_check``),
+    the checks of one kernel in one xdist group: the inner product and the vector forward
+    check reuse the derivatives the forward and reverse checks compiled on that worker."""
+    assert set(checks) <= set(CHECKS)
+    return [pytest.param(k, c, id=f"{c}-{k.name}",
+                         marks=[pytest.mark.xdist_group(name=f"{k.fn.__module__}-{k.name}")])
+            for k in kernels for c in checks]

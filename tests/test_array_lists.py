@@ -15,7 +15,8 @@ import pytest
 from numba.core.runtime import rtsys
 
 from enzyme_py import UnsupportedError, derive_diff
-from tests.support.gradcheck import check_forward, check_inner_product, check_reverse
+from tests._params import kernel_checks
+from tests.support.gradcheck import run_check
 from tests.support.kernel import Kernel
 from tests.support.nrt_stats import nrt_statistics
 
@@ -74,29 +75,18 @@ KERNELS = [
     Kernel("selected", selected, lambda r: (_vec(r), _vec(r))),
     Kernel("compared", compared, lambda r: (_vec(r), _vec(r))),
 ]
-IDS = [k.name for k in KERNELS]
 
 
-@pytest.mark.parametrize("kernel", KERNELS, ids=IDS)
-def test_forward(kernel):
-    check_forward(kernel)
+@pytest.mark.parametrize("kernel, check", kernel_checks(KERNELS))
+def test_derivatives(kernel, check):
+    run_check(kernel, check)
 
 
-@pytest.mark.parametrize("kernel", KERNELS, ids=IDS)
-def test_reverse(kernel):
-    check_reverse(kernel)
-
-
-@pytest.mark.parametrize("kernel", KERNELS, ids=IDS)
-def test_inner_product(kernel):
-    check_inner_product(kernel)
-
-
-@pytest.mark.parametrize("mode", ["forward", "reverse"])
-@pytest.mark.parametrize("kernel", KERNELS[:2], ids=IDS[:2])
-def test_derivatives_release_their_memory(kernel, mode):
+@pytest.mark.parametrize("kernel, check", kernel_checks(KERNELS[:2], ("forward", "reverse")))
+def test_derivatives_release_their_memory(kernel, check):
+    """The derivatives the checks above compiled (cached on this worker)."""
     x = kernel.args()[0]
-    df = derive_diff(kernel.fn, None, ("dup",), mode=mode)
+    df = run_check(kernel, check).df
     with nrt_statistics():
         df(x, np.ones_like(x))
         gc.collect()

@@ -5,8 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from tests.support.gradcheck import (check_forward, check_inner_product, check_reverse,
-                                     check_vector_forward)
+from tests._params import CHECKS, kernel_checks
+from tests.support.gradcheck import run_check
 from tests.support.kernel import Kernel
 
 
@@ -41,27 +41,11 @@ KERNELS = [
     Kernel("dot_f32", dot_f32, lambda r: (r.random(3).astype(np.float32),
                                           r.random(3).astype(np.float32))),
 ]
-IDS = [k.name for k in KERNELS]
 
 
-@pytest.mark.parametrize("kernel", KERNELS, ids=IDS)
-def test_forward(kernel):
-    check_forward(kernel)
-
-
-@pytest.mark.parametrize("kernel", KERNELS, ids=IDS)
-def test_reverse(kernel):
-    check_reverse(kernel)
-
-
-@pytest.mark.parametrize("kernel", KERNELS, ids=IDS)
-def test_inner_product(kernel):
-    check_inner_product(kernel)
-
-
-@pytest.mark.parametrize("kernel", KERNELS, ids=IDS)
-def test_vector_forward(kernel):
-    check_vector_forward(kernel, 3)
+@pytest.mark.parametrize("kernel, check", kernel_checks(KERNELS, CHECKS))
+def test_derivatives(kernel, check):
+    run_check(kernel, check)
 
 
 def test_dot_of_an_array_written_later_is_refused():

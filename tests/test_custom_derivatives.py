@@ -17,7 +17,9 @@ from numba import njit, types
 
 import enzyme_py
 from ir_passes.diff.rules import registry
-from tests.support.gradcheck import check_forward, check_inner_product, check_reverse
+from tests._params import kernel_checks
+from tests.support.gradcheck import (check_forward, check_inner_product, check_reverse,
+                                     run_check)
 from tests.support.kernel import Kernel
 
 # ----------------------------------------------------------------------------- scalar rule
@@ -107,19 +109,9 @@ CONST_W = Kernel("const_weights", const_weights,
                  lambda rng: (rng.standard_normal(5), rng.uniform(0.5, 1.5, 5)), const=(1,))
 
 
-@pytest.mark.parametrize("kernel", [SOFTPLUS, ROWS, CONST_W], ids=lambda k: k.name)
-def test_reverse_against_finite_differences(kernel):
-    check_reverse(kernel)
-
-
-@pytest.mark.parametrize("kernel", [SOFTPLUS, ROWS, CONST_W], ids=lambda k: k.name)
-def test_forward_against_finite_differences(kernel):
-    check_forward(kernel)
-
-
-@pytest.mark.parametrize("kernel", [SOFTPLUS, ROWS, CONST_W], ids=lambda k: k.name)
-def test_forward_against_reverse(kernel):
-    check_inner_product(kernel)
+@pytest.mark.parametrize("kernel, check", kernel_checks([SOFTPLUS, ROWS, CONST_W]))
+def test_derivatives(kernel, check):
+    run_check(kernel, check)
 
 
 def test_rule_far_in_the_tails():

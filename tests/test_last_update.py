@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from enzyme_py import derive_diff
-from enzyme_py.inspection import inspection
 from ir_passes.diff.reverse.tape_report import taped_bytes
 from tests.support.gradcheck import check_all, compiled
+from tests.support.inspected import inspected
 from tests.support.kernel import Kernel
 
 
@@ -120,16 +120,8 @@ TYPES = {"running_max": ("dup", "float64[::1]"), "builtin_min": ("dup", "float64
 IDIOM = ["running_max", "builtin_min", "kept_unless_larger", "row_maxima", "scaled_max"]
 
 
-@pytest.fixture(scope="module")
-def reports():
-    cache = {}
-
-    def get(name):
-        if name not in cache:
-            acts, types = TYPES[name]
-            cache[name] = inspection(KERNELS[name].fn, acts, types=types)
-        return cache[name]
-    return get
+def inspection_of(name):
+    return inspected(KERNELS[name].fn, *TYPES[name])
 
 
 @pytest.mark.parametrize("name", sorted(KERNELS))
@@ -138,8 +130,8 @@ def test_derivatives_match_finite_differences(name):
 
 
 @pytest.mark.parametrize("name", IDIOM)
-def test_the_last_update_is_kept_once_per_run_of_the_loop(reports, name):
-    ins = reports(name)
+def test_the_last_update_is_kept_once_per_run_of_the_loop(name):
+    ins = inspection_of(name)
     report = ins.tape
     assert not [e for e in report.taped if e.type == "i1"]
     rebuilt = [e for e in report.recomputed if e.value.endswith(".at.last")]
@@ -149,8 +141,8 @@ def test_the_last_update_is_kept_once_per_run_of_the_loop(reports, name):
     assert taped_bytes(ins.derivative) == report.bytes_by_block()
 
 
-def test_outside_the_idiom_the_comparison_is_taped(reports):
-    report = reports("running_max_sum").tape
+def test_outside_the_idiom_the_comparison_is_taped():
+    report = inspection_of("running_max_sum").tape
     flags = [e for e in report.taped if e.type == "i1"]
     assert len(flags) == 1 and flags[0].bytes_per_iteration == 1
     assert not [e for e in report.entries if e.value.endswith(".at.last")]

@@ -13,7 +13,8 @@ import pytest
 from numba.core.runtime import rtsys
 
 from enzyme_py import autodiff
-from tests.support.gradcheck import check_forward, check_inner_product, check_reverse
+from tests._params import kernel_checks
+from tests.support.gradcheck import check_forward, check_reverse, run_check
 from tests.support.kernel import Kernel
 
 
@@ -58,19 +59,9 @@ KERNELS = {k.name: k for k in (
 )}
 
 
-@pytest.mark.parametrize("name", KERNELS)
-def test_forward_against_finite_differences(name):
-    check_forward(KERNELS[name])
-
-
-@pytest.mark.parametrize("name", KERNELS)
-def test_reverse_against_finite_differences(name):
-    check_reverse(KERNELS[name])
-
-
-@pytest.mark.parametrize("name", KERNELS)
-def test_inner_product_identity(name):
-    check_inner_product(KERNELS[name])
+@pytest.mark.parametrize("kernel, check", kernel_checks(list(KERNELS.values())))
+def test_derivatives(kernel, check):
+    run_check(kernel, check)
 
 
 @pytest.mark.parametrize("mode, acts", [("reverse", ("dup", "const", "active")),

@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 from enzyme_py import UnsupportedError, derive_diff
+from tests._params import kernel_checks
 from tests.support.arrays import make_shadow
-from tests.support.gradcheck import check_forward, check_inner_product, check_reverse
+from tests.support.gradcheck import check_forward, check_reverse, run_check
 from tests.support.kernel import Kernel
 
 
@@ -135,19 +136,9 @@ KERNELS = {k.name: k for k in (
 )}
 
 
-@pytest.mark.parametrize("name", KERNELS)
-def test_forward_against_finite_differences(name):
-    check_forward(KERNELS[name])
-
-
-@pytest.mark.parametrize("name", KERNELS)
-def test_reverse_against_finite_differences(name):
-    check_reverse(KERNELS[name])
-
-
-@pytest.mark.parametrize("name", KERNELS)
-def test_inner_product_identity(name):
-    check_inner_product(KERNELS[name])
+@pytest.mark.parametrize("kernel, check", kernel_checks(list(KERNELS.values())))
+def test_derivatives(kernel, check):
+    run_check(kernel, check)
 
 
 def test_split_mode_through_a_recursive_helper():

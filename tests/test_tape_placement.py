@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 
 from enzyme_py import derive_diff
-from enzyme_py.inspection import inspection
 from ir_passes.diff.reverse.retained import Need, Retention
 from ir_passes.diff.reverse.tape_report import taped_bytes
 
 from tests.unit.enzyme_py.cli.test_tape_report import observed_counts, report_counts
 from tests.support.gradcheck import check_all
+from tests.support.inspected import inspected
 from tests.support.kernel import Kernel
 
 
@@ -88,6 +88,35 @@ def sin_squared(x):
     return s
 
 
+def stale_temporary(x, reps):
+    """t is refilled on some rounds only: round 1 reads round 0's t. Rebuilding t[i] from
+    its fill expression (with round 1's factor) would be wrong."""
+    n = x.shape[0]
+    t = np.empty(n)
+    s = 0.0
+    for r in range(reps):
+        if r != 1:
+            for i in range(n):
+                t[i] = x[i] * (r + 1)
+        for i in range(n):
+            s += math.sin(t[i])
+    return s
+
+
+def growing_rows(w, x):
+    """Row j of a packed triangle has j entries (row 0 none: its inner loop is skipped);
+    idx walks the packing across rows. LLVM ends the inner loop by comparing idx itself
+    with its end, so idx is no recurrence of the row loop (recurrences.py): taped per row."""
+    n = x.shape[0]
+    idx = 0
+    s = 0.0
+    for j in range(n):
+        for l in range(j, 2 * j):
+            s += w[idx] * math.sin(x[l - j] * x[j])
+            idx += 1
+    return s
+
+
 def row_weights(A, w):
     """A value computed in the outer loop (exp) and used by every inner iteration."""
     s = 0.0
@@ -151,6 +180,13 @@ KERNELS = {
     "sin_squared": Kernel(
         "sin_squared", sin_squared, lambda rng: (rng.uniform(-2, 2, 7),),
         tags=frozenset({"loop", "math"})),
+    "stale_temporary": Kernel(
+        "stale_temporary", stale_temporary, lambda rng: (rng.standard_normal(5), 3),
+        tags=frozenset({"nested-loop", "branch", "math", "alloc", "int-arg"})),
+    "growing_rows": Kernel(
+        "growing_rows", growing_rows,
+        lambda rng: (rng.standard_normal(10), rng.standard_normal(5)),
+        tags=frozenset({"nested-loop", "math"})),
     "row_weights": Kernel(
         "row_weights", row_weights,
         lambda rng: (rng.standard_normal((3, 4)), 0.5 * rng.standard_normal(3)),
@@ -163,6 +199,8 @@ TYPES = {"heat_swap": ("dup,dup,const,const", "float64[:, ::1], float64[:, ::1],
          "temporaries_triangle": ("dup,dup,const",
                                   "float64[::1], float64[::1], float64[:, ::1]"),
          "sin_squared": ("dup", "float64[::1]"),
+         "stale_temporary": ("dup,const", "float64[::1], int64"),
+         "growing_rows": ("dup,dup", "float64[::1], float64[::1]"),
          "matmul_loss": ("dup,dup,dup", "float64[:, ::1], float64[:, ::1], float64[:, ::1]"),
          "read_then_overwrite": ("dup,dup", "float64[::1], float64[::1]")}
 
@@ -172,84 +210,86 @@ def test_derivatives_match_finite_differences(name):
     check_all(KERNELS[name], width=0)
 
 
-@pytest.fixture(scope="module")
-def reports():
-    cache = {}
-
-    def get(name):
-        if name not in cache:
-            acts, types = TYPES[name]
-            cache[name] = inspection(KERNELS[name].fn, acts, types=types)
-        return cache[name]
-    return get
+def inspection_of(name):
+    return inspected(KERNELS[name].fn, *TYPES[name])
 
 
 @pytest.mark.parametrize("name", sorted(KERNELS))
-def test_report_is_what_the_derivative_pushes(reports, name):
-    ins = reports(name)
+def test_report_is_what_the_derivative_pushes(name):
+    ins = inspection_of(name)
     assert report_counts(ins.tape) == observed_counts(ins.text("canonical"), ins.spec)
     assert taped_bytes(ins.derivative) == ins.tape.bytes_by_block()
 
 
-def test_swapped_buffers_tape_their_shadows_once_per_time_step(reports):
+def test_swapped_buffers_tape_their_shadows_once_per_time_step():
     """Nothing is pushed per grid point: the shadows of the swapped pointers (and their
     row strides) are taped at the exit of the row loop, once per step; indices are
     recomputed from the induction variables."""
-    report = reports("heat_swap").tape
+    report = inspection_of("heat_swap").tape
     stencil = [l.header for l in report.loops if l.depth == 3]
     assert len(stencil) == 1 and not any(e.loops[-1:] == (stencil[0],) for e in report.taped)
     hoisted = [e for e in report.taped if e.reason.startswith("invariant in loop")]
     assert {e.what for e in hoisted} == {Need.SHADOW, Need.VALUE}
     assert all(len(e.loops) == 1 for e in hoisted)           # in the time loop only
-    text = reports("heat_swap").text("tape")
+    text = inspection_of("heat_swap").text("tape")
     assert "invariant in loop" in text
     assert "; placement (cheapest first):\n;   1. direct: " in text       # the cost model
     assert ";   5. hoist: values invariant in the loops around the use" in text
 
 
-def test_triangular_loop_pushes_nothing_per_inner_iteration(reports):
-    """The packed-triangle read icf[idx] is reloaded (icf is never written), idx is rebuilt
-    from the triangular loop's counter and its start, taped once per run of that loop."""
-    report = reports("packed_triangle").tape
-    inner = [l.header for l in report.loops if l.depth == 3]
-    assert len(inner) == 1 and not any(e.loops[-1:] == (inner[0],) for e in report.taped)
-    assert any(e.reason == f"invariant in loop {inner[0]} (taped at its exit, read by its "
-               "reverse)" for e in report.taped)
+def test_triangular_loop_pushes_nothing_per_inner_iteration():
+    """The packed-triangle read icf[idx] is reloaded (icf is never written); idx is rebuilt
+    from the triangular loop's counter and its start, which the row loop's reverse rebuilds
+    backwards (each row adds the triangular loop's trip count): one slot per run of the row
+    loop, its value after the last row."""
+    report = inspection_of("packed_triangle").tape
+    inner = [l for l in report.loops if l.depth == 3]
+    assert len(inner) == 1 and not any(inner[0].header in e.loops for e in report.taped)
+    rows = inner[0].parent
+    [after] = [e for e in report.taped if e.reason.endswith("rebuilt backwards by its reverse")]
+    assert after.loops[-1] != rows and f"after loop {rows}," in after.reason
+    assert any(e.kind is Retention.RECURRENCE and e.loops[-1] == inner[0].header
+               for e in report.recomputed)
 
 
-def test_a_temporary_read_in_the_triangular_loop_is_taped_once_per_row(reports):
-    """xc[j] does not change while the triangular loop writes qxc[l] (another array from
-    np.empty): the load leaves that loop and is taped once per j, not per (j, l)."""
-    report = reports("temporaries_triangle").tape
+def test_reads_of_a_filled_temporary_are_rebuilt_from_its_fill():
+    """xc[j] is read after the loop that filled it with x[i, j] - means[j]: the reads become
+    that expression again (x and means are never written, so the reverse reloads them), and
+    xc's stores, read by nobody now, go. What is left per row: exp(icf[j]) for its
+    derivative and qxc[j] (accumulated in the triangular loop) for the squared norm; the
+    packed index once per row i (rebuilt backwards over j). Nothing per (j, l)."""
+    ins = inspection_of("temporaries_triangle")
+    report = ins.tape
     [triangular] = [l for l in report.loops if l.depth == 3]
     assert not any(triangular.header in e.loops for e in report.taped)
-    rows = [e for e in report.taped if e.type == "double" and e.loops[-1] == triangular.parent]
-    assert [e.reason for e in rows] == [
-        f"invariant in loop {triangular.header} (taped at its exit, read by its reverse)"]
+    assert sorted(e.reason.split(" ")[1 if e.type == "i64" else 0] for e in report.taped) == [
+        "after", "operands", "result"]
+    assert len([line for line in ins.text("canonical").splitlines()
+                if line.lstrip().startswith("store double")]) == 3   # qxc's two, the result
 
 
-def test_a_product_of_taped_values_is_recomputed(reports):
+def test_a_product_of_taped_values_is_recomputed():
     """The reverse reads t for the adjoint of t * t anyway: t * t costs a multiply, not a
     second slot per element."""
-    report = reports("sin_squared").tape
+    report = inspection_of("sin_squared").tape
     [taped] = report.taped
     [product] = [e for e in report.recomputed if e.reason.startswith("operand 1 of fmul")]
     assert taped.reason == f"operand of recomputed {product.value}"
 
 
 @pytest.mark.parametrize("name", ["heat_swap", "temporaries_triangle", "matmul_loss"])
-def test_the_merge_after_a_guarded_loop_is_decided_by_the_guard(reports, name):
+def test_the_merge_after_a_guarded_loop_is_decided_by_the_guard(name):
     """A loop that may run zero times is guarded; the block after it is entered from the
     guard or from the loop's exit. The reverse asks the guard's condition again instead of
     taping which way it went (one slot per run of the enclosing loop before)."""
-    report = reports(name).tape
+    report = inspection_of(name).tape
     assert not [e for e in report.taped if e.what is Need.CHOICE]
     assert any(e.block.endswith("loopexit") for e in report.choices)
 
 
-def test_outer_loop_value_taped_once_per_outer_iteration(reports):
+def test_outer_loop_value_taped_once_per_outer_iteration():
     """exp(w[i]) is taped at the inner loop's exit (once per i), not per (i, j)."""
-    report = reports("row_weights").tape
+    report = inspection_of("row_weights").tape
     exp_entries = [e for e in report.taped if e.type == "double"
                    and e.reason.startswith("invariant in loop")]
     assert len(exp_entries) == 1
@@ -257,17 +297,17 @@ def test_outer_loop_value_taped_once_per_outer_iteration(reports):
 
 
 @pytest.mark.parametrize("name", ["matmul_loss", "heat_swap"])
-def test_reads_after_the_last_write_are_reloaded(reports, name):
+def test_reads_after_the_last_write_are_reloaded(name):
     """The final sum reads the output (C; for heat, a phi of the swapped buffers) after its
     last write: the reverse reloads it instead of taping one double per element."""
-    report = reports(name).tape
+    report = inspection_of(name).tape
     assert not [e for e in report.taped if e.type == "double"]
     assert any(e.kind is Retention.RECOMPUTE and e.type == "double" for e in report.recomputed)
 
 
-def test_reads_before_a_later_write_are_taped(reports):
+def test_reads_before_a_later_write_are_taped():
     """sin(y[i]) needs y[i] in the reverse, but y is overwritten after the read."""
-    report = reports("read_then_overwrite").tape
+    report = inspection_of("read_then_overwrite").tape
     assert [e.reason.split(" %")[0] for e in report.taped if e.type == "double"
             and "llvm.sin" in e.reason] == ["operand 0 of llvm.sin"]
 

@@ -1,7 +1,9 @@
 """`numba.typed.List` of floats built inside the differentiated function (rewritten onto a
 reflected list's growable storage: enzyme_py/numba_bridge/typed_list.py): appends of active
-floats past several resizes, reads by index, writes, len, iteration, pop and insert, float32,
-and a typed list passed in as a 'const' argument; what stays refused, with its message."""
+floats past several resizes, reads by index, writes, len, iteration, float32, and a typed list
+passed in as a 'const' argument; what stays refused, with its message. pop and insert, and the
+refusals in split and vector forward mode, are tested for both kinds of list in
+tests/test_lists.py."""
 from __future__ import annotations
 
 import re
@@ -44,28 +46,12 @@ def built_float32(x):
     return s
 
 
-def moved(x):
-    """pop (from the end and from the middle: the items move down) and insert."""
-    lst = typed.List.empty_list(types.float64)
-    for v in x:
-        lst.append(v * v)
-    a = lst.pop()
-    lst.insert(2, a * 3.0)
-    lst[0] = lst[0] * lst[5]
-    for _ in range(5):
-        a += lst.pop(1) * lst[1]
-    for v in lst:
-        a += v * v
-    return a
-
-
 def _x(n, dtype=np.float64):
     return lambda rng: (rng.uniform(0.3, 1.1, n).astype(dtype),)
 
 
 KERNELS = [kernel("typed_list_f64", built, _x(33)),
-           kernel("typed_list_f32", built_float32, _x(9, np.float32), "float32"),
-           kernel("typed_list_pop_insert", moved, _x(12))]
+           kernel("typed_list_f32", built_float32, _x(9, np.float32), "float32")]
 
 
 @pytest.mark.parametrize("k", KERNELS, ids=lambda k: k.name)
@@ -146,32 +132,3 @@ def test_other_typed_list_uses_are_refused(fn, mode):
         r"slice, \.\.\.\) and lists passed in or returned holding active values are not "
         r"supported yet: keep them in NumPy arrays \(np\.empty\) or in a plain list of floats",
         str(err.value)), str(err.value)
-
-
-def _first_last(x):
-    lst = typed.List.empty_list(types.float64)  # list made here
-    for v in x:
-        lst.append(v * v)
-    return lst[0] + lst[-1]
-
-
-_AT = (r"\n  instruction: .*call ptr @NRT_MemInfo_new_varsize_dtor\(.*\n  in function \S+, "
-       r"block \S+\n  at " + re.escape(__file__) + r":\d+\n  code: .*# list made here\n  fix: ")
-
-
-def test_split_mode_refuses_a_typed_list_of_active_floats():
-    fwd, _ = derive_diff(numba.njit(_first_last), None, ["dup"], mode="split")
-    with pytest.raises(UnsupportedError) as err:
-        fwd(np.linspace(0.1, 0.9, 6), np.zeros(6))
-    assert re.fullmatch(r"cannot differentiate: a Python list holding active values .* in split "
-                        r"mode" + _AT + r"not supported yet in split mode: use mode='reverse'",
-                        str(err.value)), str(err.value)
-
-
-def test_vector_forward_mode_refuses_a_typed_list_of_active_floats():
-    df = derive_diff(numba.njit(_first_last), None, ["dup"], mode="forward", width=2)
-    with pytest.raises(UnsupportedError) as err:
-        df(np.linspace(0.1, 0.9, 6), np.ones((2, 6)))
-    assert re.fullmatch(r"cannot differentiate: a Python list holding active values in vector "
-                        r"forward mode" + _AT + r"not supported yet: use width=1, or keep the "
-                        r"values in a NumPy array", str(err.value)), str(err.value)

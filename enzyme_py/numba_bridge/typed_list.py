@@ -19,6 +19,7 @@ active values.
 from __future__ import annotations
 
 from ir_passes.ir.builder import Builder, add_incoming, declare
+from ir_passes.ir.split import split_before
 from ir_passes.ir.types import DOUBLE, FLOAT, I1, I32, I64, PTR, VOID, FunctionType
 from ir_passes.ir.values import (Block, ConstInt, Function, GlobalRef, Instruction, Module, Value,
                                  const_int)
@@ -199,11 +200,9 @@ class _Rewrite:
         capacity = b.load(I64, b.gep(I64, data, [const_int(I64, 1)]))
         full = b.icmp("eq", size, capacity)
         grown = b.add(b.mul(capacity, const_int(I64, 2)), const_int(I64, 4))
-        tail = _split_before(self.fn, call)
-        grow = self.fn.add_block(f"{block.name}.list_grow")
-        self.fn.blocks.remove(grow)
+        tail = split_before(call, f"{block.name}.list_tail")
+        grow = Block(f"{block.name}.list_grow", self.fn)
         self.fn.blocks.insert(self.fn.blocks.index(block) + 1, grow)
-        block.instructions.remove(block.instructions[-1])     # the split's plain branch
         b.position_at_end(block)
         b.cbr(full, grow, tail)
         b.position_at_end(grow)
@@ -235,25 +234,6 @@ def _located(fn: Function, call: Instruction, emit):
 
 def _size(t) -> int:
     return 8 if t is DOUBLE else 4
-
-
-def _split_before(fn: Function, inst: Instruction) -> Block:
-    """Move `inst` and what follows it into a new block after its own, which branches there
-    (the successors' phis now come from the new block)."""
-    block = inst.block
-    assert block is not None
-    at = block.instructions.index(inst)
-    tail = fn.add_block(f"{block.name}.list_tail")
-    fn.blocks.remove(tail)
-    fn.blocks.insert(fn.blocks.index(block) + 1, tail)
-    for moved in block.instructions[at:]:
-        tail.append(moved)
-    del block.instructions[at:]
-    for succ in tail.successors():
-        for phi in succ.phis():
-            phi.incoming = [tail if b is block else b for b in phi.incoming]
-    Builder(block).br(tail)
-    return tail
 
 
 def _remove(inst: Instruction, new: Value | None) -> None:

@@ -115,3 +115,39 @@ def blocks_reaching(fn: Function, targets: list[Block]) -> set[Block]:
                 seen.add(p)
                 work.append(p)
     return seen
+
+
+def other_successor(branch: Block, target: Block) -> Block | None:
+    """The other successor of a two-way branch to `target`."""
+    succs = branch.successors()
+    if len(succs) != 2 or target not in succs or succs[0] is succs[1]:
+        return None
+    return succs[1] if succs[0] is target else succs[0]
+
+
+def decides(idom: dict[Block, Block | None], d: Block, side: Block, block: Block) -> bool:
+    """Whether, when `block` is entered from `side`, the last run of `d` took `d`'s other
+    branch (not the one to `block`): every path to `side` runs `d` (it dominates `side`),
+    none runs from `block` to `side` without running `d` again, and the other branch
+    reaches `side`. (A triangle d -> side -> block is the smallest case.)"""
+    start = other_successor(d, block)
+    return (start is not None and dominates(idom, d, side)
+            and not reaches_avoiding(block, side, (d,))
+            and reaches_avoiding(start, side, (d, block)))
+
+
+def reaches_avoiding(start: Block, goal: Block, avoid: tuple[Block, ...]) -> bool:
+    """Whether `goal` is reached from `start` on paths through none of `avoid`: then
+    entering `goal` means the branch into `start` was taken since a block of `avoid` ran."""
+    if start in avoid:
+        return False
+    seen, work = {start}, [start]
+    while work:
+        blk = work.pop()
+        if blk is goal:
+            return True
+        for succ in blk.successors():
+            if succ not in seen and succ not in avoid:
+                seen.add(succ)
+                work.append(succ)
+    return False

@@ -12,6 +12,7 @@ import hashlib
 import pickle
 
 from ..ir.builder import Builder
+from ..ir.split import split_before
 from ..ir.types import I32
 from ..ir.values import Block, GlobalRef, Instruction, Module, Value, const_int
 
@@ -48,16 +49,9 @@ def raise_unless(module: Module, inst: Instruction, ok: Value, exc: type,
     computed before `inst`), for a Numba-ABI function (excinfo is its second argument)."""
     block, fn = inst.block, inst.block.function  # type: ignore[union-attr]
     assert block is not None and fn is not None
-    at = block.instructions.index(inst)
-    name = f"enzyme_py.checked{len(fn.blocks)}"
-    rest, fail = Block(name, fn), Block(f"{name}.raise", fn)
-    fn.blocks[fn.blocks.index(block) + 1:fn.blocks.index(block) + 1] = [rest, fail]
-    for moved in block.instructions[at:]:
-        rest.append(moved)
-    del block.instructions[at:]
-    for succ in rest.successors():
-        for phi in succ.phis():
-            phi.incoming = [rest if b is block else b for b in phi.incoming]
+    rest = split_before(inst, f"enzyme_py.checked{len(fn.blocks)}")
+    fail = Block(f"{rest.name}.raise", fn)
+    fn.blocks.insert(fn.blocks.index(rest) + 1, fail)
     b = Builder(block)
     b.cbr(ok, rest, fail)
     b.position_at_end(fail)

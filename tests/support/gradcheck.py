@@ -40,7 +40,7 @@ __all__ = [
     "FDSettings", "Outcome", "Problem", "CheckResult",
     "settings_for", "activities", "compiled", "as_kernel", "evaluate", "fd_gradient", "fd_jvp",
     "check_forward", "check_reverse", "check_inner_product", "check_vector_forward",
-    "check_all", "assert_close",
+    "check_all", "run_check", "assert_close",
 ]
 
 
@@ -633,3 +633,12 @@ def check_all(kernel: Kernel | Callable, args: tuple | None = None, *, width: in
     if width:
         check_vector_forward(kernel, width, args, check_primal=kw.get("check_primal", True),
                              **kw2)
+
+
+def run_check(kernel: Kernel, check: str, width: int = 3) -> CheckResult:
+    """The check named ``check`` ("forward", "reverse", "inner_product", "vector_forward" of
+    width ``width``) with its defaults."""
+    if check == "vector_forward":
+        return check_vector_forward(kernel, width)
+    return {"forward": check_forward, "reverse": check_reverse,
+            "inner_product": check_inner_product}[check](kernel)

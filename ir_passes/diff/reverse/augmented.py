@@ -6,6 +6,7 @@ from __future__ import annotations
 from ...analysis.cfg import Loop
 from ...ir.builder import add_incoming
 from ...ir.clone import clone_instruction
+from ...ir.split import retarget_phis
 from ...ir.types import I32, I64, PTR
 from ...ir.values import NULL, Argument, Block, Constant, Instruction, Value, const_int
 from ...known.array_layout import MEMINFO, PARENT
@@ -247,7 +248,5 @@ class AugmentedForward:
         st = self.st
         fblock = st.fwd[block]
         cont = tape.push(fblock, values, checked)
-        for succ in cont.successors():
-            for phi in succ.phis():
-                phi.incoming = [cont if blk is fblock else blk for blk in phi.incoming]
+        retarget_phis(fblock, cont)
         st.fwd[block] = cont

@@ -64,6 +64,10 @@ class Availability:
             out = b.load(v.type, slot, (v.name or "") + ".spill")
         elif kind is Retention.HOIST:
             out = self._hoisted(ctx, v, Need.VALUE)
+        elif kind is Retention.RECURRENCE:
+            rec = st.plan.recurrences[v]
+            after = b.load(I64, st.recurrence_slots[v], (v.name or "") + ".after")
+            out = b.sub(after, rec.emit_added(b, lambda o: self.value(ctx, o)))
         else:
             out = pop_placeholder(v.type, (v.name or "") + ".tape")
             ctx.frame.append((st.map(v), out))

@@ -3,7 +3,7 @@ one reverse block per primal block, the edges back to the reverse of the predece
 primal came from, and the final block that packs the results."""
 from __future__ import annotations
 
-from ...analysis.cfg import Loop
+from ...analysis.cfg import Loop, decides, other_successor
 from ...ir.builder import Builder, add_incoming
 from ...ir.types import I32, I64, FloatType, Type
 from ...ir.values import Block, Instruction, Value, const_float, const_int, zero
@@ -105,7 +105,8 @@ class ReverseControl:
             return
         loop = st.loop_with_header(block)
         trip = {p: self._entry_trips(ctx, p) for p in preds}
-        edges = {p: self._edge(ctx, p, phi_adjoints, trip[p]) for p in preds}
+        slots = {p: self._recurrence_slots(ctx, loop, p, trip[p]) for p in preds}
+        edges = {p: self._edge(ctx, p, phi_adjoints, trip[p], slots[p]) for p in preds}
         if loop is not None:
             pre, latch = st.plan.preheader(loop), st.plan.latch(loop)
             first = b.icmp("eq", self.avail.counter(ctx, loop), const_int(I64, 0))
@@ -129,8 +130,8 @@ class ReverseControl:
         only = {p: st.plan.preds[p] for p in preds}
         decider = None
         for d, side in ((preds[0], preds[1]), (preds[1], preds[0])):
-            start = _other_successor(d, block)
-            if start is not None and _reaches_avoiding(start, side, (d, block)):
+            if decides(st.plan.idom, d, side, block):
+                start = other_successor(d, block)
                 decider, taken_if = d, {start: side, block: d}  # triangle d -> ... -> side
         if decider is None and len(only[preds[0]]) == 1 and only[preds[0]] == only[preds[1]] \
                 and all(p.successors() == [block] for p in preds):
@@ -169,8 +170,26 @@ class ReverseControl:
                                 self.avail.value(ctx, tc.bound))
         return st.b.sub(trips, const_int(I64, 1))
 
+    def _recurrence_slots(self, ctx: BlockContext, loop: Loop | None, pred: Block,
+                          trips: list[tuple[Loop, Value]]) -> list[tuple[Value, Value]]:
+        """(value, slot) stores of the recurrences (`recurrences.py`) on the reverse edge to
+        `pred`: entering a loop's reverse, p after its last iteration; on a back edge, p
+        before the iteration just reversed (made here, in the block, not on the edge)."""
+        st = self.st
+        loops = [l for l, _ in trips]
+        back = loop is not None and pred is st.plan.latch(loop)
+        out = []
+        for rec in st.plan.recurrences.values():
+            if st.plan.kind(rec.phi, rec.loop.header) is not Access.RECURRENCE:
+                continue
+            if rec.loop in loops:
+                out.append((self.avail.value(ctx, rec.after), st.recurrence_slots[rec.phi]))
+            elif back and rec.loop is loop:
+                out.append((self.avail.value(ctx, rec.phi), st.recurrence_slots[rec.phi]))
+        return out
+
     def _edge(self, ctx: BlockContext, pred: Block, phi_adjoints: PhiAdjoints,
-              trips: list[tuple[Loop, Value]]) -> Block:
+              trips: list[tuple[Loop, Value]], slots: list[tuple[Value, Value]]) -> Block:
         """The edge block -> pred of the reverse: phi adjoints move to the incoming values,
         the reverse loop counters are decremented on back edges and set on loop entries."""
         st, b, block = self.st, self.st.b, ctx.block
@@ -179,6 +198,8 @@ class ReverseControl:
             for phi, adj in phi_adjoints:
                 self.adjoints.add(phi.operands[phi.incoming.index(pred)], adj)
             loop = st.loop_with_header(block)
+            for value, slot in slots:
+                b.store(value, slot)
             if loop is not None and pred is st.plan.latch(loop):
                 slot = st.rcounter[loop]
                 b.store(b.sub(b.load(I64, slot), const_int(I64, 1)), slot)
@@ -186,31 +207,6 @@ class ReverseControl:
                 b.store(count, st.rcounter[entered])
             b.br(st.rev[pred])
         return edge
-
-
-def _other_successor(branch: Block, target: Block) -> Block | None:
-    """The other successor of a two-way branch to `target`."""
-    succs = branch.successors()
-    if len(succs) != 2 or target not in succs or succs[0] is succs[1]:
-        return None
-    return succs[1] if succs[0] is target else succs[0]
-
-
-def _reaches_avoiding(start: Block, goal: Block, avoid: tuple[Block, ...]) -> bool:
-    """Whether `goal` is reached from `start` on paths through none of `avoid`: then
-    entering it means the branch into `start` was taken since any block of `avoid` ran."""
-    if start in avoid:
-        return False
-    seen, work = {start}, [start]
-    while work:
-        blk = work.pop()
-        if blk is goal:
-            return True
-        for succ in blk.successors():
-            if succ not in seen and succ not in avoid:
-                seen.add(succ)
-                work.append(succ)
-    return False
 
 
 def _seed(t: Type) -> Value:

@@ -11,6 +11,8 @@ For every primal value the reverse pass needs, one of four answers (`ReversePlan
   casts, loads from memory the function never writes, or does not write after the load
   when the reverse runs in the same call) whose operands are themselves free (or hoisted);
   or, in its own block, a product of two active values (its adjoint reads them anyway);
+- "recurrence": an integer counter advanced by an inner loop's trip count per iteration
+  (a packed-triangle index), rebuilt backwards from a stack slot (`recurrences.py`);
 - "hoist": invariant in the loops around the use that do not contain its definition (a
   shadow base pointer, a pointer phi of an outer loop, a row offset): taped once per run of
   the outermost such loop, at its exits, and read from a stack slot by that loop's reverse;
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from typing import Any
 
 from ...analysis.cfg import Loop, dominates, dominators, find_loops, reverse_post_order
 from ...errors import UnsupportedError
@@ -45,6 +48,7 @@ class Access(Enum):
     IV = "iv"
     RECOMPUTE = "recompute"
     HOIST = "hoist"
+    RECURRENCE = "recurrence"
     TAPE = "tape"
 
 
@@ -81,6 +85,7 @@ class ReversePlan:
         self.pointer_ivs = self._pointer_induction_variables()    # step: i64 bytes
         self.written = written_bases(fn)
         self.reloads = reloads
+        self.recurrences: dict[Instruction, Any] = {}   # set by the synthesizer (recurrences.py)
         self._reloadable: dict[int, bool] = {}
 
     # ------------------------------------------------------------ loops
@@ -176,6 +181,10 @@ class ReversePlan:
             return Access.IV
         if self._recomputable(v, at, depth=0) or (v in self.products and v.block is at):
             return Access.RECOMPUTE
+        rec = self.recurrences.get(v)
+        if rec is not None and at in rec.loop.blocks and rec.available(self, at) \
+                and rec.available(self, rec.loop.header):
+            return Access.RECURRENCE
         if self.hoist_loop(v, at) is not None:
             return Access.HOIST
         return Access.TAPE

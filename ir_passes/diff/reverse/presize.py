@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ...analysis.cfg import Loop
 from ...ir.builder import Builder
+from ...ir.split import retarget_phis
 from ...ir.types import I64
 from ...ir.values import Block, const_int
 from .state import ReverseState
@@ -48,10 +49,3 @@ def reserve_tapes(st: ReverseState, loops: dict[Loop, TripCount]) -> None:
         cont = st.tape.reserve(fblock, need)
         retarget_phis(fblock, cont)
         st.fwd[pre] = cont
-
-
-def retarget_phis(old: Block, new: Block) -> None:
-    """`old` was split and `new` now holds its terminator: successors' phis come from `new`."""
-    for succ in new.successors():
-        for phi in succ.phis():
-            phi.incoming = [new if blk is old else blk for blk in phi.incoming]

@@ -13,12 +13,14 @@ class Retention(Enum):
     """How a needed value is kept: pushed per execution of its block ("tape"), in one stack
     slot written at most once ("spill"), cloned from available operands ("recompute"), or
     rebuilt from a reverse loop counter ("iv"), or taped once per run of a loop it is
-    invariant in and kept in a stack slot while the loop's reverse runs ("hoist")."""
+    invariant in and kept in a stack slot while the loop's reverse runs ("hoist"), or
+    rebuilt backwards in a stack slot from its value after the loop ("recurrence")."""
     TAPE = "tape"
     SPILL = "spill"
     RECOMPUTE = "recompute"
     IV = "iv"
     HOIST = "hoist"
+    RECURRENCE = "recurrence"
 
     @staticmethod
     def of(access: Access) -> Retention:

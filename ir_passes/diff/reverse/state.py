@@ -24,6 +24,7 @@ from ..spec import Activity, DiffSpec
 from .plan import InductionVariable, ReversePlan
 from .retained import Retained
 from .last_update import find_last_updates
+from .recurrences import find_recurrences
 from .tape import Tape
 
 
@@ -91,6 +92,9 @@ class ReverseState:
         self.kept_allocations: dict[Instruction, tuple[GlobalRef, GlobalRef]] = {}
         self.kept: dict[Instruction, list[Value]] = {}   # call -> arrays kept alive
         self.slot_ptr = self._setup_entry()
+        self.plan.recurrences = find_recurrences(self.plan)
+        self.recurrence_slots = {phi: self.alloca(I64, f"{phi.name}.rslot")
+                                 for phi in self.plan.recurrences}
         self.order = reverse_post_order(self.primal)
         self.fwd = {block: self.fn.add_block(block.name) for block in self.order}
         self.re = self.fn.add_block("reverse.entry")

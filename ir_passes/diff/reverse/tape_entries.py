@@ -20,6 +20,9 @@ class LoopTrips:
     source: str | None
 
 
+REBUILT = (Retention.RECOMPUTE, Retention.IV, Retention.RECURRENCE)   # kept without the tape
+
+
 @dataclass(frozen=True)
 class TapeEntry:
     value: str                    # printed primal name ("%.178.le", "%e'" for a shadow)
@@ -54,9 +57,9 @@ class TapeReport:
 
     @property
     def recomputed(self) -> tuple[TapeEntry, ...]:
-        """Values recomputed or rebuilt as induction variables (not predecessor choices)."""
-        return tuple(e for e in self.entries if e.kind in (Retention.RECOMPUTE, Retention.IV)
-                     and e.what is not Need.CHOICE)
+        """Values recomputed or rebuilt (induction variables, recurrences), not predecessor
+        choices."""
+        return tuple(e for e in self.entries if e.kind in REBUILT and e.what is not Need.CHOICE)
 
     @property
     def choices(self) -> tuple[TapeEntry, ...]:

@@ -51,8 +51,9 @@ def print_tape(report: TapeReport, sizes: Mapping[str, int] | None = None) -> st
     if again:
         rows = [("value", "type", "how", "block", "needed for", "source")]
         for e in again:
-            how = "recompute" if e.kind is Retention.RECOMPUTE else \
-                f"iv of loop {e.loops[-1] if e.loops else '?'}"
+            loop = e.loops[-1] if e.loops else "?"
+            how = "recompute" if e.kind is Retention.RECOMPUTE else f"iv of loop {loop}" \
+                if e.kind is Retention.IV else f"backwards in loop {loop}"
             rows.append((e.value, e.type, how, e.block, e.reason, _loc(e.source)))
         out += _table(rows)
     else:

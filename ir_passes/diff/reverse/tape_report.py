@@ -50,7 +50,8 @@ from .driver import synthesize_reverse
 from .retained import Need, Retained, Retention
 from .tape import GROW_FUNCTION, RESERVED_PUSH, SLOT  # GROW_FUNCTION: to be renamed public in tape.py
 from .tape import slot_bytes
-from .tape_entries import LoopTrips, TapeEntry, TapeReport, resolve_sizes
+from .recurrences import find_recurrences
+from .tape_entries import REBUILT, LoopTrips, TapeEntry, TapeReport, resolve_sizes
 from .tape_print import print_tape
 from .tape_sizes import Expr
 from .tape_trips import TripCounts, size_symbols
@@ -83,6 +84,7 @@ class _Report:
         returns = [b for b in fn.blocks if (t := b.terminator) is not None
                    and t.opcode == "ret" and not is_exceptional_return(t)]
         self.plan = ReversePlan(fn, returns, reloads=spec.split is None)
+        self.recurrence_of = {id(r.after): r for r in find_recurrences(self.plan).values()}
         self.trip_counts = TripCounts(self.plan, self.symbols,
                                       lambda l: self._block_name(l.header))
         self.primal_ids = {id(i) for i in fn.instructions()}
@@ -104,7 +106,7 @@ class _Report:
             if ev.block is not block:
                 block, served = ev.block, []
             reason = self._reason(ev, served)
-            if ev.kind in (Retention.RECOMPUTE, Retention.IV):
+            if ev.kind in REBUILT:
                 served.append(ev)
             at = spills.get((ev.what, id(ev.value))) if ev.kind is Retention.SPILL else None
             if at is not None:            # one slot per call, read by several blocks
@@ -147,6 +149,10 @@ class _Report:
                     return f"condition choosing the predecessor of {self._block_name(block)}"
                 return ("start or step of iv " if parent.kind is Retention.IV else
                         "operand of recomputed ") + self._ref(parent.value)
+        rec = self.recurrence_of.get(id(v))
+        if rec is not None:
+            return f"{self._ref(rec.phi)} after loop {self._block_name(rec.loop.header)}, " \
+                "rebuilt backwards by its reverse"
         if ev.invariant_in is not None:
             return f"invariant in loop {self._block_name(ev.invariant_in.header)} " \
                 "(taped at its exit, read by its reverse)"

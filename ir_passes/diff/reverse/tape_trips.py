@@ -28,6 +28,7 @@ class TripCounts:
         self.plan = plan
         self.symbols = symbols
         self.loop_name = loop_name
+        self._merging: set[int] = set()      # the phis `_phi` is inside of
 
     def trips(self, loop: Loop, term: Instruction | None) -> Expr | None:
         """Iterations of `loop` per entry, from its latch terminator `term` (None: unknown)."""
@@ -117,7 +118,11 @@ class TripCounts:
             start = self._expr(iv.start, loop)
             counter = Expr.sym(counter_symbol(self.loop_name(iv.loop)))
             return None if start is None else start + Expr.const(iv.step.value) * counter
+        if id(v) in self._merging:            # a cycle of phis: no one expression
+            return None
+        self._merging.add(id(v))
         incoming = {self._expr(op, loop) for op in v.operands}
+        self._merging.discard(id(v))
         return incoming.pop() if len(incoming) == 1 else None
 
 

@@ -7,6 +7,7 @@ import pytest
 
 from ir_passes.diff.reverse.driver import synthesize_reverse
 from ir_passes.diff.reverse.retained import Need, Retained, Retention
+from ir_passes.diff.reverse.tape_entries import REBUILT
 from ir_passes.diff.reverse.tape_report import (Expr, TapeReport, print_tape, tape_report,
                                                 taped_bytes)
 from ir_passes.diff.spec import Activity, DiffSpec, ParamSpec
@@ -74,7 +75,7 @@ def observed_counts(module_text: str, spec: DiffSpec) -> dict[str, int]:
     keys = {"tape": {(e.what, e.block, e.value) for e in events if e.kind is Retention.TAPE},
             "spill": {(e.what, e.value) for e in events if e.kind is Retention.SPILL},
             "recompute": {(e.block, e.value) for e in events
-                          if e.kind in (Retention.RECOMPUTE, Retention.IV)
+                          if e.kind in REBUILT
                           and e.what is Need.VALUE},
             "choice": {e.block for e in events if e.what is Need.CHOICE}}
     return {k: len(v) for k, v in keys.items()}

@@ -1,0 +1,12 @@
+"""`enzyme_py.inspection` of a test kernel, made once per worker for each (function,
+activities, types) and shared by the tests that read its tape report."""
+from __future__ import annotations
+
+import functools
+
+from enzyme_py.inspection import inspection
+
+
+@functools.cache
+def inspected(fn, activities: str, types: str):
+    return inspection(fn, activities, types=types)
