@@ -66,11 +66,27 @@ def row_weights(A, w):
     return s
 
 
+def lower_products(x, y):
+    """The inner loop `range(i)` is skipped at i = 0 and entered after: which way the
+    reverse goes is the guard's condition, recomputed."""
+    s = 0.0
+    for i in range(x.shape[0]):
+        t = 0.0
+        for j in range(i):
+            t += y[j] * x[j]
+        s += x[i] * t
+    return s
+
+
 KERNELS = {
     "heat_swap": Kernel(
         "heat_swap", heat_swap,
         lambda rng: (rng.standard_normal((6, 5)), rng.standard_normal((6, 5)), 0.15, 3),
         outputs=(0, 1), tags=frozenset({"nested-loop", "array2d", "output", "int-arg"})),
+    "lower_products": Kernel(
+        "lower_products", lower_products,
+        lambda rng: (rng.standard_normal(5), rng.standard_normal(5)),
+        tags=frozenset({"nested-loop", "array1d"})),
     "packed_triangle": Kernel(
         "packed_triangle", packed_triangle,
         lambda rng: (0.3 * rng.standard_normal(4 + 6), rng.standard_normal((3, 4)),
@@ -83,6 +99,7 @@ KERNELS = {
 }
 
 TYPES = {"heat_swap": ("dup,dup,const,const", "float64[:, ::1], float64[:, ::1], float64, int64"),
+         "lower_products": ("dup,dup", "float64[::1], float64[::1]"),
          "packed_triangle": ("dup,const,dup", "float64[::1], float64[:, ::1], float64[::1]"),
          "row_weights": ("dup,dup", "float64[:, ::1], float64[::1]")}
 
@@ -144,3 +161,21 @@ def test_outer_loop_value_taped_once_per_outer_iteration(reports):
                    and e.reason.startswith("invariant in loop")]
     assert len(exp_entries) == 1
     assert all(len(e.loops) == 1 for e in report.taped if e.value == exp_entries[0].value)
+
+
+def test_stencil_row_trip_count_recomputed(reports):
+    """The stencil's column loop runs max(nx - 2, 0) times (Numba clamps with smax, a pure
+    intrinsic): its reverse counter is rebuilt from nx, not taped per row."""
+    report = reports("heat_swap").tape
+    stencil = [l.header for l in report.loops if l.depth == 3]
+    assert len(stencil) == 1
+    assert not [e for e in report.taped if e.value == f"{stencil[0]}.iter"]
+    assert f"{stencil[0]}.iter" in reports("heat_swap").text("tape")
+
+
+def test_skipped_inner_loop_choice_recomputed(reports):
+    """Whether `range(i)` ran (i = 0 skips it) is the guard's condition, not an i32 per
+    outer iteration on the tape."""
+    report = reports("lower_products").tape
+    assert not [e for e in report.taped if e.type == "i32"]
+    assert "from %" in reports("lower_products").text("tape")

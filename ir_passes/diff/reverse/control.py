@@ -120,7 +120,8 @@ class ReverseControl:
 
     def _recomputed_choice(self, ctx: BlockContext) -> Value | None:
         """Which of two predecessors ran, from the deciding branch's condition when the
-        reverse pass can rebuild it (if/else diamonds and if-then triangles); else None."""
+        reverse pass can rebuild it (if/else diamonds, if-then triangles, and a loop entered
+        or skipped, `range(n)` with n < 1); else None."""
         st, block = self.st, ctx.block
         preds = st.preds(block)
         if len(preds) != 2:
@@ -130,6 +131,8 @@ class ReverseControl:
         for d, side in ((preds[0], preds[1]), (preds[1], preds[0])):
             if only[side] == [d] and side.successors() == [block]:
                 decider, taken_if = d, {side: side, block: d}       # triangle d -> side -> block
+            elif (entry := self._guarded_loop_entry(d, side, block)) is not None:
+                decider, taken_if = d, {entry: side, block: d}      # d -> loop -> side -> block
         if decider is None and len(only[preds[0]]) == 1 and only[preds[0]] == only[preds[1]] \
                 and all(p.successors() == [block] for p in preds):
             decider, taken_if = only[preds[0]][0], {p: p for p in preds}   # diamond
@@ -144,6 +147,20 @@ class ReverseControl:
                 for t in (if_true, if_false)]
         st.observe(Retained(Retention.RECOMPUTE, Need.CHOICE, block, cond))
         return st.b.select(self.avail.value(ctx, cond), pick[0], pick[1])
+
+    def _guarded_loop_entry(self, d: Block, side: Block, block: Block) -> Block | None:
+        """The preheader of the loop that `d` enters or skips (straight to `block`) when that
+        loop's only exit is `side`, whose only successor is `block`: then `block` was
+        reached through `side` exactly when `d` branched to the preheader."""
+        st = self.st
+        if side.successors() != [block] or block not in d.successors():
+            return None
+        for loop in st.plan.loops:
+            pre = st.plan.preheader(loop)
+            if st.plan.exits(loop) == [side] and st.plan.preds[pre] == [d] \
+                    and pre in d.successors() and all(p in loop.blocks for p in st.plan.preds[side]):
+                return pre
+        return None
 
     def _entry_trips(self, ctx: BlockContext, pred: Block) -> list[tuple[Loop, Value]]:
         """Trip counters of the loops the reverse enters on the edge block -> pred."""

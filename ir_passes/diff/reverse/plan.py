@@ -8,7 +8,7 @@ For every primal value the reverse pass needs, one of four answers (`ReversePlan
   counter (`start + step * counter`; for a pointer stepping by a constant number of bytes,
   `start` advanced by `step * counter` bytes);
 - "recompute": a cheap pure instruction (integer and address arithmetic, comparisons,
-  casts, loads from memory the function never writes) whose operands are themselves free
+  casts, integer min/max/abs intrinsics, loads from memory the function never writes) whose operands are themselves free
   (or hoisted);
 - "hoist": invariant in the loops around the use that do not contain its definition (a
   shadow base pointer, a pointer phi of an outer loop, a row offset): taped once per run of
@@ -33,6 +33,10 @@ _PURE = {"add", "sub", "mul", "shl", "lshr", "ashr", "and", "or", "xor", "icmp",
          "select", "trunc", "zext", "sext", "fptrunc", "fpext", "fptoui", "fptosi", "uitofp",
          "sitofp", "bitcast", "getelementptr", "freeze", "extractvalue", "insertvalue",
          "fadd", "fsub", "fmul", "fneg", "ptrtoint", "inttoptr"}
+
+# integer min/max/abs: pure, as cheap as a compare and select (Numba clamps range() bounds
+# with smax, so a loop's trip count is recomputed from them instead of taped per run)
+_PURE_INTRINSICS = ("llvm.smax.", "llvm.smin.", "llvm.umax.", "llvm.umin.", "llvm.abs.")
 
 RECOMPUTE_DEPTH = 8      # longest chain of pure instructions cloned to rebuild one value
 
@@ -205,7 +209,7 @@ class ReversePlan:
         if depth > RECOMPUTE_DEPTH or v.block is None or not dominates(self.idom, v.block, at):
             return False
         pure = (v.opcode == "load" and self.read_only(v.operands[0]) and not v.volatile) \
-            or v.opcode in _PURE
+            or v.opcode in _PURE or (v.callee_name or "").startswith(_PURE_INTRINSICS)
         if pure and all(self._recomputable(op, at, depth + 1) for op in v.operands):
             return True
         return depth > 0 and self.hoist_loop(v, at) is not None
