@@ -35,6 +35,7 @@ from .diff.reverse.tape_report import TapeReport, print_tape, tape_report, taped
 from .diff.seeds import activity_seeds
 from .diff.spec import DiffSpec
 from .errors import EnzymePyError
+from .invariant_loads import hoist_invariant_loads
 from .ir.parser import parse_module
 from .ir.printer import print_function, print_module
 from .ir.values import Function, Module
@@ -163,9 +164,12 @@ class Stages:
 
 
 def _canonical_module(text: str) -> tuple[Module, bool]:
-    """The front end's canonical module parsed, with its aggregate merges split; whether any
-    were."""
+    """The front end's canonical module parsed, with its aggregate merges split and its
+    loop-invariant loads hoisted; whether anything changed."""
     module = parse_module(text)
-    split = [split_aggregate_merges(fn) for fn in module.functions.values()
-             if not fn.is_declaration]
-    return module, any(split)
+    changed = False
+    for fn in module.functions.values():
+        if not fn.is_declaration:
+            changed |= split_aggregate_merges(fn)
+            changed |= hoist_invariant_loads(fn)
+    return module, changed

@@ -120,8 +120,8 @@ class ReverseControl:
 
     def _recomputed_choice(self, ctx: BlockContext) -> Value | None:
         """Which of two predecessors ran, from the deciding branch's condition when the
-        reverse pass can rebuild it (if/else diamonds, if-then triangles, and a loop entered
-        or skipped, `range(n)` with n < 1); else None."""
+        reverse pass can rebuild it (if/else diamonds, and if-then triangles, whose `then`
+        side may be a whole region such as a guarded loop); else None."""
         st, block = self.st, ctx.block
         preds = st.preds(block)
         if len(preds) != 2:
@@ -129,10 +129,9 @@ class ReverseControl:
         only = {p: st.plan.preds[p] for p in preds}
         decider = None
         for d, side in ((preds[0], preds[1]), (preds[1], preds[0])):
-            if only[side] == [d] and side.successors() == [block]:
-                decider, taken_if = d, {side: side, block: d}       # triangle d -> side -> block
-            elif (entry := self._guarded_loop_entry(d, side, block)) is not None:
-                decider, taken_if = d, {entry: side, block: d}      # d -> loop -> side -> block
+            start = _other_successor(d, block)
+            if start is not None and _reaches_avoiding(start, side, (d, block)):
+                decider, taken_if = d, {start: side, block: d}  # triangle d -> ... -> side
         if decider is None and len(only[preds[0]]) == 1 and only[preds[0]] == only[preds[1]] \
                 and all(p.successors() == [block] for p in preds):
             decider, taken_if = only[preds[0]][0], {p: p for p in preds}   # diamond
@@ -147,20 +146,6 @@ class ReverseControl:
                 for t in (if_true, if_false)]
         st.observe(Retained(Retention.RECOMPUTE, Need.CHOICE, block, cond))
         return st.b.select(self.avail.value(ctx, cond), pick[0], pick[1])
-
-    def _guarded_loop_entry(self, d: Block, side: Block, block: Block) -> Block | None:
-        """The preheader of the loop that `d` enters or skips (straight to `block`) when that
-        loop's only exit is `side`, whose only successor is `block`: then `block` was
-        reached through `side` exactly when `d` branched to the preheader."""
-        st = self.st
-        if side.successors() != [block] or block not in d.successors():
-            return None
-        for loop in st.plan.loops:
-            pre = st.plan.preheader(loop)
-            if st.plan.exits(loop) == [side] and st.plan.preds[pre] == [d] \
-                    and pre in d.successors() and all(p in loop.blocks for p in st.plan.preds[side]):
-                return pre
-        return None
 
     def _entry_trips(self, ctx: BlockContext, pred: Block) -> list[tuple[Loop, Value]]:
         """Trip counters of the loops the reverse enters on the edge block -> pred."""
@@ -201,6 +186,31 @@ class ReverseControl:
                 b.store(count, st.rcounter[entered])
             b.br(st.rev[pred])
         return edge
+
+
+def _other_successor(branch: Block, target: Block) -> Block | None:
+    """The other successor of a two-way branch to `target`."""
+    succs = branch.successors()
+    if len(succs) != 2 or target not in succs or succs[0] is succs[1]:
+        return None
+    return succs[1] if succs[0] is target else succs[0]
+
+
+def _reaches_avoiding(start: Block, goal: Block, avoid: tuple[Block, ...]) -> bool:
+    """Whether `goal` is reached from `start` on paths through none of `avoid`: then
+    entering it means the branch into `start` was taken since any block of `avoid` ran."""
+    if start in avoid:
+        return False
+    seen, work = {start}, [start]
+    while work:
+        blk = work.pop()
+        if blk is goal:
+            return True
+        for succ in blk.successors():
+            if succ not in seen and succ not in avoid:
+                seen.add(succ)
+                work.append(succ)
+    return False
 
 
 def _seed(t: Type) -> Value:

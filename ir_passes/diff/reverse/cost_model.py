@@ -10,8 +10,10 @@ RULES = (
     "iv: induction variables (start + step * counter; start and step defined outside the "
     "loop) (a multiply-add per use)",
     f"recompute: up to {RECOMPUTE_DEPTH} pure integer/address/float-arithmetic instructions "
-    "or loads of memory the function never writes, whose leaves are free or hoisted "
-    "(cloned per use; LLVM hoists invariant parts out of the reverse loops)",
+    "or loads of memory the function never writes (or, in one call, does not write after "
+    "the load), whose leaves are free or hoisted "
+    "(cloned per use; LLVM hoists invariant parts out of the reverse loops); and, in its "
+    "own block, a product of two active values, whose adjoint reads them anyway",
     "spill: values computed at most once per call (one stack slot per call)",
     f"hoist: values invariant in the loops around the use ({SLOT} bytes per run of the "
     "outermost such loop, taped at its exits, read from a stack slot by its reverse)",

@@ -8,8 +8,9 @@ For every primal value the reverse pass needs, one of four answers (`ReversePlan
   counter (`start + step * counter`; for a pointer stepping by a constant number of bytes,
   `start` advanced by `step * counter` bytes);
 - "recompute": a cheap pure instruction (integer and address arithmetic, comparisons,
-  casts, integer min/max/abs intrinsics, loads from memory the function never writes) whose operands are themselves free
-  (or hoisted);
+  casts, integer min/max/abs intrinsics, loads from memory the function never writes, or does not write after the load
+  when the reverse runs in the same call) whose operands are themselves free (or hoisted);
+  or, in its own block, a product of two active values (its adjoint reads them anyway);
 - "hoist": invariant in the loops around the use that do not contain its definition (a
   shadow base pointer, a pointer phi of an outer loop, a row offset): taped once per run of
   the outermost such loop, at its exits, and read from a stack slot by that loop's reverse;
@@ -26,8 +27,9 @@ from ...errors import UnsupportedError
 from ...ir.types import I64, size_of
 from ...ir.values import (Argument, Block, ConstInt, Constant, Function, GlobalRef, Instruction,
                           Value, const_int)
-from ...known.memory import pointer_base
+from ...known.memory import pointer_base, pointer_bases
 from ...known.model import is_local_allocation, written_arguments
+from .kept import written_after
 
 _PURE = {"add", "sub", "mul", "shl", "lshr", "ashr", "and", "or", "xor", "icmp", "fcmp",
          "select", "trunc", "zext", "sext", "fptrunc", "fpext", "fptoui", "fptosi", "uitofp",
@@ -58,8 +60,15 @@ class InductionVariable:
 
 
 class ReversePlan:
-    def __init__(self, fn: Function, returns: list[Block]) -> None:
+    def __init__(self, fn: Function, returns: list[Block], reloads: bool = False,
+                 products: frozenset[Instruction] = frozenset()) -> None:
+        """`reloads`: the reverse runs in the same call as the forward pass (not in split
+        halves, between which the caller may write the memory), so a load whose memory nothing
+        writes after it can be repeated by the reverse. `products`: active `fmul`s of two
+        active operands, which their own adjoint reads in the reverse of their block: there
+        the product is recomputed from them rather than taped beside them."""
         self.fn = fn
+        self.products = products
         self.idom = dominators(fn)
         self.loops = find_loops(fn)
         self.loop_of: dict[Block, Loop] = {}
@@ -75,6 +84,8 @@ class ReversePlan:
         self.ivs = self._induction_variables()
         self.pointer_ivs = self._pointer_induction_variables()    # step: i64 bytes
         self.written = written_bases(fn)
+        self.reloads = reloads
+        self._reloadable: dict[int, bool] = {}
 
     # ------------------------------------------------------------ loops
     def preheader(self, loop: Loop) -> Block:
@@ -167,7 +178,7 @@ class ReversePlan:
         iv = self.ivs.get(v) or self.pointer_ivs.get(v)
         if iv is not None and at in iv.loop.blocks:
             return Access.IV
-        if self._recomputable(v, at, depth=0):
+        if self._recomputable(v, at, depth=0) or (v in self.products and v.block is at):
             return Access.RECOMPUTE
         if self.hoist_loop(v, at) is not None:
             return Access.HOIST
@@ -208,8 +219,8 @@ class ReversePlan:
             return at in iv.loop.blocks
         if depth > RECOMPUTE_DEPTH or v.block is None or not dominates(self.idom, v.block, at):
             return False
-        pure = (v.opcode == "load" and self.read_only(v.operands[0]) and not v.volatile) \
-            or v.opcode in _PURE or (v.callee_name or "").startswith(_PURE_INTRINSICS)
+        pure = (v.opcode == "load" and self.reloadable(v)) or v.opcode in _PURE \
+            or (v.callee_name or "").startswith(_PURE_INTRINSICS)
         if pure and all(self._recomputable(op, at, depth + 1) for op in v.operands):
             return True
         return depth > 0 and self.hoist_loop(v, at) is not None
@@ -220,6 +231,24 @@ class ReversePlan:
             return False
         base = pointer_base(ptr)
         return isinstance(base, Argument) and base not in self.written
+
+    def reloadable(self, load: Instruction) -> bool:
+        """A load the reverse may repeat and read the same value: of memory the function
+        never writes, or (with `reloads`) of argument arrays no write reachable from the load
+        may touch. The reverse writes only shadows, and the call-time overlap check keeps
+        distinct arguments apart."""
+        if load.volatile:
+            return False
+        if self.read_only(load.operands[0]):
+            return True
+        if not self.reloads or self.written is None:
+            return False
+        known = self._reloadable.get(id(load))
+        if known is None:
+            bases = pointer_bases(load.operands[0])
+            known = all(isinstance(b, Argument) for b in bases) and not written_after(load, bases)
+            self._reloadable[id(load)] = known
+        return known
 
     def is_iv(self, v: Value) -> bool:
         return v in self.ivs
@@ -235,8 +264,7 @@ def written_bases(fn: Function) -> set[Value] | None:
             targets = written_arguments(inst)
         else:
             continue
-        for t in targets:
-            base = pointer_base(t)
+        for base in (b for t in targets for b in pointer_bases(t)):
             if isinstance(base, GlobalRef):   # Numba's globals are constants (messages)
                 continue
             if not _known_base(base):

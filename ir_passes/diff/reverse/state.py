@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ...analysis.activity import analyze_activity, carries_float
+from ...analysis.activity import ActivityInfo, analyze_activity, carries_float
 from ...analysis.cfg import Loop, blocks_reaching, reverse_post_order
 from ...analysis.types import analyze_memory_types
 from ...diagnostics import Diagnostics
@@ -77,7 +77,8 @@ class ReverseState:
         normal_returns = [blk for blk in self.primal.blocks
                           if (t := blk.terminator) is not None and t.opcode == "ret"
                           and not is_exceptional_return(t)]
-        self.plan = ReversePlan(self.primal, normal_returns)
+        self.plan = ReversePlan(self.primal, normal_returns, reloads=spec.split is None,
+                                products=_active_products(self.primal, self.info))
         self.last_updates = find_last_updates(self.plan, self.primal)   # running max/min
         self.entry = self.fn.add_block("entry")
         self.tape = Tape(module, self.fn, self.entry, parked=spec.split is None)
@@ -158,3 +159,9 @@ def _feeding_selects(fn: Function) -> set[Instruction]:
             out.add(v)
             work.extend(v.operands)
     return out
+
+
+def _active_products(fn: Function, info: ActivityInfo) -> frozenset[Instruction]:
+    """`fmul`s of two active values, themselves active (see `ReversePlan.products`)."""
+    return frozenset(i for i in fn.instructions() if i.opcode == "fmul" and info.is_active(i)
+                     and all(info.is_active(o) for o in i.operands))

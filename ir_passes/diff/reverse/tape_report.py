@@ -82,7 +82,7 @@ class _Report:
         self.symbols = size_symbols(fn, spec)
         returns = [b for b in fn.blocks if (t := b.terminator) is not None
                    and t.opcode == "ret" and not is_exceptional_return(t)]
-        self.plan = ReversePlan(fn, returns)
+        self.plan = ReversePlan(fn, returns, reloads=spec.split is None)
         self.trip_counts = TripCounts(self.plan, self.symbols,
                                       lambda l: self._block_name(l.header))
         self.primal_ids = {id(i) for i in fn.instructions()}
@@ -93,7 +93,7 @@ class _Report:
 
     def build(self, events: list[Retained]) -> TapeReport:
         rows: list[TapeEntry] = []
-        spills: dict[int, int] = {}       # id(value) -> its row
+        spills: dict[tuple, int] = {}     # (what, id(value)) -> its row
         seen: set[Retained] = set()
         block: Block | None = None
         served: list[Retained] = []       # this block's recompute / iv / choice events so far
@@ -106,13 +106,13 @@ class _Report:
             reason = self._reason(ev, served)
             if ev.kind in (Retention.RECOMPUTE, Retention.IV):
                 served.append(ev)
-            at = spills.get(id(ev.value)) if ev.kind is Retention.SPILL else None
+            at = spills.get((ev.what, id(ev.value))) if ev.kind is Retention.SPILL else None
             if at is not None:            # one slot per call, read by several blocks
                 readers = f"{rows[at].block}, {self._block_name(ev.block)}"
                 rows[at] = replace(rows[at], block=readers)
                 continue
             if ev.kind is Retention.SPILL:
-                spills[id(ev.value)] = len(rows)
+                spills[(ev.what, id(ev.value))] = len(rows)
             rows.append(self._entry(ev, reason))
         order = {id(b): i for i, b in enumerate(reverse_post_order(self.fn))}
         loops = tuple(self._loop_trips(l)       # a loop before the loops nested in it
