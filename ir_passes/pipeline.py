@@ -36,6 +36,7 @@ from .diff.seeds import activity_seeds
 from .diff.spec import DiffSpec
 from .errors import EnzymePyError
 from .invariant_loads import hoist_invariant_loads
+from .stored_values import forward_stored_values
 from .ir.parser import parse_module
 from .ir.printer import print_function, print_module
 from .ir.values import Function, Module
@@ -164,12 +165,14 @@ class Stages:
 
 
 def _canonical_module(text: str) -> tuple[Module, bool]:
-    """The front end's canonical module parsed, with its aggregate merges split and its
-    loop-invariant loads hoisted; whether anything changed."""
+    """The front end's canonical module parsed, with its aggregate merges split, its
+    loop-invariant loads hoisted and reads of filled temporaries forwarded; whether anything
+    changed."""
     module = parse_module(text)
     changed = False
     for fn in module.functions.values():
         if not fn.is_declaration:
             changed |= split_aggregate_merges(fn)
             changed |= hoist_invariant_loads(fn)
+            changed |= forward_stored_values(fn)
     return module, changed

@@ -3,7 +3,7 @@ one reverse block per primal block, the edges back to the reverse of the predece
 primal came from, and the final block that packs the results."""
 from __future__ import annotations
 
-from ...analysis.cfg import Loop
+from ...analysis.cfg import Loop, dominates
 from ...ir.builder import Builder, add_incoming
 from ...ir.types import I32, I64, FloatType, Type
 from ...ir.values import Block, Instruction, Value, const_float, const_int, zero
@@ -129,8 +129,8 @@ class ReverseControl:
         only = {p: st.plan.preds[p] for p in preds}
         decider = None
         for d, side in ((preds[0], preds[1]), (preds[1], preds[0])):
-            start = _other_successor(d, block)
-            if start is not None and _reaches_avoiding(start, side, (d, block)):
+            if _decides(st.plan.idom, d, side, block):
+                start = _other_successor(d, block)
                 decider, taken_if = d, {start: side, block: d}  # triangle d -> ... -> side
         if decider is None and len(only[preds[0]]) == 1 and only[preds[0]] == only[preds[1]] \
                 and all(p.successors() == [block] for p in preds):
@@ -194,6 +194,17 @@ def _other_successor(branch: Block, target: Block) -> Block | None:
     if len(succs) != 2 or target not in succs or succs[0] is succs[1]:
         return None
     return succs[1] if succs[0] is target else succs[0]
+
+
+def _decides(idom, d: Block, side: Block, block: Block) -> bool:
+    """Whether the last run of `d` before `block` is entered from `side` took `d`'s other
+    branch (not the one to `block`): every path to `side` runs `d` (it dominates `side`),
+    none runs from `block` to `side` without running `d` again, and the other branch
+    reaches `side`. (A triangle d -> side -> block is the smallest case.)"""
+    start = _other_successor(d, block)
+    return (start is not None and dominates(idom, d, side)
+            and not _reaches_avoiding(block, side, (d,))
+            and _reaches_avoiding(start, side, (d, block)))
 
 
 def _reaches_avoiding(start: Block, goal: Block, avoid: tuple[Block, ...]) -> bool:
