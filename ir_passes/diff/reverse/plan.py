@@ -8,7 +8,7 @@ For every primal value the reverse pass needs, one of four answers (`ReversePlan
   counter (`start + step * counter`; for a pointer stepping by a constant number of bytes,
   `start` advanced by `step * counter` bytes);
 - "recompute": a cheap pure instruction (integer and address arithmetic, comparisons,
-  casts, loads from memory the function never writes, or does not write after the load
+  casts, integer min/max/abs intrinsics, loads from memory the function never writes, or does not write after the load
   when the reverse runs in the same call) whose operands are themselves free (or hoisted);
   or, in its own block, a product of two active values (its adjoint reads them anyway);
 - "recurrence": an integer counter advanced by an inner loop's trip count per iteration
@@ -38,6 +38,10 @@ _PURE = {"add", "sub", "mul", "shl", "lshr", "ashr", "and", "or", "xor", "icmp",
          "select", "trunc", "zext", "sext", "fptrunc", "fpext", "fptoui", "fptosi", "uitofp",
          "sitofp", "bitcast", "getelementptr", "freeze", "extractvalue", "insertvalue",
          "fadd", "fsub", "fmul", "fneg", "ptrtoint", "inttoptr"}
+
+# integer min/max/abs: pure, as cheap as a compare and select (Numba clamps range() bounds
+# with smax, so a loop's trip count is recomputed from them instead of taped per run)
+_PURE_INTRINSICS = ("llvm.smax.", "llvm.smin.", "llvm.umax.", "llvm.umin.", "llvm.abs.")
 
 RECOMPUTE_DEPTH = 8      # longest chain of pure instructions cloned to rebuild one value
 
@@ -224,7 +228,8 @@ class ReversePlan:
             return at in iv.loop.blocks
         if depth > RECOMPUTE_DEPTH or v.block is None or not dominates(self.idom, v.block, at):
             return False
-        pure = (v.opcode == "load" and self.reloadable(v)) or v.opcode in _PURE
+        pure = (v.opcode == "load" and self.reloadable(v)) or v.opcode in _PURE \
+            or (v.callee_name or "").startswith(_PURE_INTRINSICS)
         if pure and all(self._recomputable(op, at, depth + 1) for op in v.operands):
             return True
         return depth > 0 and self.hoist_loop(v, at) is not None
