@@ -296,14 +296,14 @@ def test_outer_loop_value_taped_once_per_outer_iteration():
     assert all(len(e.loops) == 1 for e in report.taped if e.value == exp_entries[0].value)
 
 
-def test_stencil_row_trip_count_recomputed(reports):
+def test_stencil_row_trip_count_recomputed():
     """The stencil's column loop runs max(nx - 2, 0) times (Numba clamps with smax, a pure
     intrinsic): its reverse counter is rebuilt from nx, not taped per row."""
-    report = reports("heat_swap").tape
+    report = inspection_of("heat_swap").tape
     stencil = [l.header for l in report.loops if l.depth == 3]
     assert len(stencil) == 1
     assert not [e for e in report.taped if e.value == f"{stencil[0]}.iter"]
-    assert f"{stencil[0]}.iter" in reports("heat_swap").text("tape")
+    assert f"{stencil[0]}.iter" in inspection_of("heat_swap").text("tape")
 
 
 @pytest.mark.parametrize("name", ["matmul_loss", "heat_swap"])
