@@ -21,12 +21,15 @@ A read `T[I]` is forwarded from the store `T[J] = V(J)` when
   function's entry) runs the store loop, which leaves only through its bound;
 - `V` is a few cheap instructions of `J`, of values that dominate the read, and of loads of
   memory the function never writes.
+A temporary left without reads loses its stores and then its allocation.
 """
 from __future__ import annotations
 
 from .analysis.cfg import Loop, dominates, dominators, find_loops
 from .ir.clone import clone_instruction
-from .ir.values import Argument, Block, Constant, Function, GlobalRef, Instruction, Value
+from .ir.types import I1
+from .ir.values import (Argument, Block, Constant, Function, GlobalRef, Instruction, Value,
+                        const_int)
 from .known.memory import pointer_bases
 from .known.model import Role, role_of
 from .diff.reverse.plan import written_bases
@@ -65,9 +68,11 @@ def forward_stored_values(fn: Function) -> bool:
                 kept.append(load)
                 continue
             _replace(fn, load, value)
+            _drop_unused(fn, load.operands)
             changed = True
         if not kept:                          # write-only now: the store is dead
             _remove_dead(store)
+            _remove_allocation(owner)
             changed = True
     return changed
 
@@ -295,7 +300,13 @@ def _remove_dead(store: Instruction) -> None:
     """Remove `store` and the instructions only it used (pure ones and loads)."""
     fn = store.block.function                 # type: ignore[union-attr]
     store.block.instructions.remove(store)    # type: ignore[union-attr]
-    work = [op for op in store.operands if isinstance(op, Instruction)]
+    _drop_unused(fn, store.operands)
+
+
+def _drop_unused(fn: Function, values: list[Value]) -> None:
+    """Remove those of `values` (pure instructions and loads) nothing uses any more, and
+    then their operands likewise."""
+    work = [op for op in values if isinstance(op, Instruction)]
     while work:
         inst = work.pop()
         if inst.block is None or not (inst.opcode in _CHEAP or inst.opcode == "load"):
@@ -305,6 +316,28 @@ def _remove_dead(store: Instruction) -> None:
         inst.block.instructions.remove(inst)
         inst.block = None
         work.extend(op for op in inst.operands if isinstance(op, Instruction))
+
+
+def _remove_allocation(owner: Instruction) -> None:
+    """Remove a temporary nothing reads or writes any more (so that a derivative kept
+    between calls allocates nothing for it): its data and reference-count calls, its null
+    check (the allocation cannot fail when it is not made), then the allocation."""
+    fn = owner.block.function                 # type: ignore[union-attr]
+    insts = list(fn.instructions())
+    users = [i for i in insts if any(op is owner for op in i.operands)]
+    for user in users:
+        used = any(any(op is user for op in i.operands) for i in insts)
+        if role_of(user) is Role.HANDLE_DATA and used:
+            return                            # its data pointer still goes somewhere
+        if user.opcode == "icmp" and not (user.predicate in ("eq", "ne") and any(
+                isinstance(op, Constant) for op in user.operands)):
+            return
+    for user in users:
+        if user.opcode == "icmp":
+            _replace(fn, user, const_int(I1, int(user.predicate == "ne")))
+        else:
+            user.block.instructions.remove(user)   # type: ignore[union-attr]
+    owner.block.instructions.remove(owner)    # type: ignore[union-attr]
 
 
 def _replace(fn: Function, old: Instruction, new: Value) -> None:

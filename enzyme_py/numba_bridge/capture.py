@@ -313,6 +313,11 @@ def _capture(dispatcher: Dispatcher, argtypes: tuple) -> CapturedFunction:
                             library=library, _raw_debug_text=raw_text)
 
 
+# Numba memoizes environments weakly (a compile result holds its own): the environments of
+# lowerings done again, which print and other object operations read, are held here.
+_LOWERED_ENVIRONMENTS: list = []
+
+
 def _lowered_again(dispatcher: Dispatcher, twin: Dispatcher, argtypes: tuple):
     """When ``dispatcher`` has compiled ``argtypes`` itself (in nopython mode, not loaded
     from Numba's disk cache), its typed and legalised Numba IR lowered again by the twin's
@@ -338,7 +343,9 @@ def _lowered_again(dispatcher: Dispatcher, twin: Dispatcher, argtypes: tuple):
     flags = Flags()
     twin._compiler.targetdescr.options.parse_as_flags(flags, twin._compiler.targetoptions)
     with ConfigStack().enter(_lowered_only(flags)), context.push_code_library(library):
-        _LocatingLower(context, library, fndesc, func_ir, metadata={}).lower()
+        lower = _LocatingLower(context, library, fndesc, func_ir, metadata={})
+        lower.lower()
+    _LOWERED_ENVIRONMENTS.append(lower.env)
     return fndesc, library
 
 

@@ -1,6 +1,7 @@
 """Reads of a filled temporary rebuilt from the filling loop's stored value
 (`ir_passes.stored_values`): only when the fill certainly wrote the element, in the same
-iteration of the loops around both, and nothing else writes the temporary."""
+iteration of the loops around both, and nothing else writes the temporary; a temporary no
+longer read loses its stores and its allocation."""
 from __future__ import annotations
 
 from ir_passes.ir.parser import parse_module
@@ -79,6 +80,15 @@ def test_the_read_becomes_the_stored_expression_and_the_store_goes():
     assert [l.operands[0].operands[:2] for l in loads] == [[fn.args[0], read["i"]]]
     assert not any(i.opcode == "store" and i.block.name == "fill.store"
                    for i in fn.instructions())
+    assert not any((i.callee_name or "").startswith("NRT_") for i in fn.instructions())
+
+
+def test_a_temporary_still_read_somewhere_keeps_its_allocation():
+    changed, _ = _forward(read_bound="%m")
+    fn = parse_module(_IR.format(**{**_DEFAULTS, "read_bound": "%m"})).functions["f"]
+    forward_stored_values(fn)
+    assert not changed and any(i.callee_name == "NRT_MemInfo_alloc_aligned"
+                               for i in fn.instructions())
 
 
 def test_a_fill_that_may_be_skipped_is_not_forwarded():
