@@ -25,7 +25,7 @@ A temporary left without reads loses its stores and then its allocation.
 """
 from __future__ import annotations
 
-from .analysis.cfg import Loop, dominates, dominators, find_loops
+from .analysis.cfg import Loop, dominates, dominators, find_loops, reaches_avoiding
 from .ir.clone import clone_instruction
 from .ir.types import I1
 from .ir.values import (Argument, Block, Constant, Function, GlobalRef, Instruction, Value,
@@ -201,7 +201,7 @@ def _forwarded(load: Instruction, fill: _Fill, loop_of, counted, idom,
     if reader is None or reader.bound is not fill.counted.bound and not (
             isinstance(reader.bound, Constant) and reader.bound == fill.counted.bound):
         return None
-    if not _fill_runs_before(fill.counted.loop, load.block, loop_of):
+    if not _fill_runs_before(fill.counted.loop, load.block):
         return None
     return _rebuild(fill.store.operands[0], fill.counted, index[1], load, idom, loop_of,
                     read_only)
@@ -217,9 +217,10 @@ def _counter_loop(index: Value, block: Block, loop_of, counted) -> _Counted | No
     return None
 
 
-def _fill_runs_before(fill_loop: Loop, block: Block, loop_of) -> bool:
+def _fill_runs_before(fill_loop: Loop, block: Block) -> bool:
     """Every path to `block` from the start of the innermost loop holding both (or from the
-    entry) enters the fill loop, and `block` is not in it."""
+    entry) enters the fill loop, and `block` is not in it. (A path that leaves that loop
+    comes back only through its header, where the walk started: a new iteration.)"""
     if block in fill_loop.blocks:
         return False
     common = fill_loop.parent
@@ -227,21 +228,8 @@ def _fill_runs_before(fill_loop: Loop, block: Block, loop_of) -> bool:
         common = common.parent
     fn = block.function
     start = common.header if common is not None else fn.entry  # type: ignore[union-attr]
-    if start is fill_loop.header:
-        return False
-    seen, work = {start}, [start]
-    while work:
-        blk = work.pop()
-        if blk is block:
-            return False
-        for succ in blk.successors():
-            if succ is fill_loop.header or succ in seen:
-                continue
-            if common is not None and (succ is common.header or succ not in common.blocks):
-                continue                      # a new iteration, or out of the loop
-            seen.add(succ)
-            work.append(succ)
-    return True
+    return start is not fill_loop.header and not reaches_avoiding(start, block,
+                                                                   (fill_loop.header,))
 
 
 def _rebuild(v: Value, fill: _Counted, index: Value, at: Instruction, idom, loop_of,
