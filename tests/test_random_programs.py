@@ -258,6 +258,10 @@ def test_shape_programs():
     run_cases(progen_shapes.shape_cases(), 6, "shape programs")
 
 
+def test_kernel_shaped_programs():
+    run_cases(progen_shapes.kernel_cases(), 6, "kernel-shaped programs")
+
+
 # --------------------------------------------------------------------------------------------
 # The screening itself (no compilation)
 

@@ -14,6 +14,13 @@
                to an ``@njit`` helper (stack structs)
   array_tuple  a tuple of two arrays, swapped in a branch, indexed ``pair[0][i]``
 
+`kernel_cases()` draws the benchmark kernels' loop shapes instead (`KERNEL_SEGMENTS`):
+
+  refill       a temporary refilled each round of an outer loop (or on some rounds), a
+               triangular loop with a packed counter adding into it, then read (GMM)
+  stencil      a three-point stencil into ``out``, or between two buffers swapped each step
+  nest         ``C[m, j] += B[m, k] * W[k, j]`` over a temporary ``W`` (matmul)
+
 Shapes the pass does not handle yet are drawn only when asked for (off by default):
 ``reshapes`` (``a.reshape(2, -1)``, ``B.ravel()``), ``tuple_returns`` (the function returns
 ``(acc, e)``) and ``buffer_swaps`` (double buffering: ``q[i] = f(p[i])``, then
@@ -39,6 +46,8 @@ INCLUDE_TUPLE_RETURNS = True
 INCLUDE_BUFFER_SWAPS = False
 
 SEGMENTS = ("slice", "rows", "temp", "swap", "helper", "struct", "array_tuple")
+#: loop nests shaped like the benchmark kernels (GMM, heat, matmul), drawn by `kernel_cases`
+KERNEL_SEGMENTS = ("refill", "stencil", "nest", "temp", "rows")
 _VIEWS = ("a[1:]", "a[:-1]", "a[::2]", "a[::-1]", "a[1::2]")
 _TEMPS = ("np.empty_like(a)", "np.zeros({n})", "np.zeros_like(a)", "a.copy()")
 
@@ -213,16 +222,104 @@ def _reshape(p: _Program) -> None:
     p.em.end()
 
 
+def _refill(p: _Program) -> None:
+    """ADBench GMM's temporaries: a temporary filled every round of an outer loop (or on some
+    rounds only), maybe accumulated into by a triangular loop with a packed counter, then
+    read (what tape placement reloads, forwards or rebuilds)."""
+    t, n = p.fresh(), p.n
+    src = p.pick_array()
+    p.em.line(f"{t} = np.empty({n})")
+    some_rounds = p.draw(st.booleans())
+    p.em.block(f"for k in range({p.draw(st.integers(2, 3))}):")
+    if some_rounds:                  # round 0 always fills: np.empty is never read
+        p.em.block("if k != 1:")
+    p.em.block(f"for j in range({n}):")
+    p.em.assign(f"{t}[j]", p.expr([f"{src}[j]", "(k * 0.5)"], 2))
+    p.em.end()
+    if some_rounds:
+        p.em.end()
+    if p.draw(st.booleans()):
+        other = p.pick_array()
+        c = Const(p.draw(st.sampled_from((0.5, -0.75, 0.25))))
+        p.em.line("idx = 0")
+        p.em.block(f"for j in range({n}):")
+        p.em.block(f"for l in range(j + 1, {n}):")
+        p.em.assign(f"{t}[l]", Bin("*", Bin("*", c, Leaf(f"{other}[idx % {n}]")),
+                                   Leaf(f"{t}[j]")), op="+")
+        p.em.line("idx += 1")
+        p.em.end()
+        p.em.end()
+    p.em.block(f"for j in range({n}):")
+    p.em.assign("acc", p.expr([f"{t}[j]", "acc"], 2), op="+")
+    p.em.end()
+    p.em.end()
+
+
+def _stencil(p: _Program) -> None:
+    """A three-point stencil (constant index offsets), into ``out`` or, over a few steps,
+    between two buffers swapped each step (the heat kernel's shape)."""
+    n, src = p.n, p.pick_array()
+    c0, c1 = (Const(p.draw(st.sampled_from((0.5, -0.75, 0.25)))) for _ in range(2))
+    if p.draw(st.booleans()):
+        p.uses.add("out")
+        p.em.block(f"for i in range(1, {n - 1}):")
+        centre = p.expr([f"{src}[i]"], 1)
+        p.em.assign("out[i]", Bin("+", Bin("+", Bin("*", c0, Leaf(f"{src}[i - 1]")), centre),
+                                  Bin("*", c1, Leaf(f"{src}[i + 1]"))), op="+")
+        p.em.end()
+        p.em.assign("acc", p.expr(["out[1]", f"out[{n - 2}]", "acc"], 1), op="+")
+        return
+    p.em.line(f"p, q = {src}.copy(), {src}.copy()")
+    p.em.block(f"for k in range({p.draw(st.integers(2, 3))}):")
+    p.em.block(f"for i in range(1, {n - 1}):")
+    p.em.assign("q[i]", Bin("+", Leaf("p[i]"), Bin("*", c0, Bin(
+        "+", Bin("-", Leaf("p[i - 1]"), Bin("*", Const(2.0), Leaf("p[i]"))), Leaf("p[i + 1]")))))
+    p.em.end()
+    p.em.line("p, q = q, p")
+    p.em.end()
+    p.em.block(f"for i in range({n}):")
+    p.em.assign("acc", p.expr(["p[i]", "acc"], 1), op="+")
+    p.em.end()
+
+
+def _nest(p: _Program) -> None:
+    """A matrix product written as a loop nest, ``C[m, j] += B[m, k] * W[k, j]`` with ``W``
+    built from the 1-D inputs, then a sum of squares of ``C``."""
+    p.uses.add("B")
+    n, x = p.n, p.pick_array()
+    y = p.second_array(x)
+    p.em.line(f"W = np.empty(({n}, {n}))")
+    p.em.block(f"for k in range({n}):")
+    p.em.block(f"for j in range({n}):")
+    p.em.assign("W[k, j]", p.expr([f"{x}[k]", f"{y}[j]"], 1))
+    p.em.end()
+    p.em.end()
+    p.em.line(f"C = np.zeros((B.shape[0], {n}))")
+    p.em.block("for m in range(B.shape[0]):")
+    p.em.block(f"for k in range({n}):")
+    p.em.block(f"for j in range({n}):")
+    p.em.assign("C[m, j]", Bin("*", Leaf("B[m, k]"), Leaf("W[k, j]")), op="+")
+    p.em.end()
+    p.em.end()
+    p.em.end()
+    p.em.block("for m in range(B.shape[0]):")
+    p.em.block(f"for j in range({n}):")
+    p.em.assign("acc", Bin("*", Leaf("C[m, j]"), Leaf("C[m, j]")), op="+")
+    p.em.end()
+    p.em.end()
+
+
 _SEGMENT = {"slice": _slice, "rows": _rows, "temp": _temp, "swap": _swap, "helper": _helper,
-            "struct": _struct, "array_tuple": _array_tuple, "reshape": _reshape}
+            "struct": _struct, "array_tuple": _array_tuple, "reshape": _reshape,
+            "refill": _refill, "stencil": _stencil, "nest": _nest}
 
 
 @st.composite
 def shape_cases(draw: Callable, reshapes: bool = INCLUDE_RESHAPES,
                 tuple_returns: bool = INCLUDE_TUPLE_RETURNS,
-                buffer_swaps: bool = INCLUDE_BUFFER_SWAPS) -> Case:
-    """A program of 2-3 segments (module docstring) and a point to check it at."""
-    kinds = SEGMENTS + (("reshape",) if reshapes else ())
+                buffer_swaps: bool = INCLUDE_BUFFER_SWAPS, kinds: tuple = SEGMENTS) -> Case:
+    """A program of 2-3 segments of `kinds` (module docstring) and a point to check it at."""
+    kinds = kinds + (("reshape",) if reshapes else ())
     segments = draw(st.lists(st.sampled_from(kinds), min_size=2, max_size=3))
     n = draw(st.sampled_from((4, 6)))
     p = _Program(draw, n, buffer_swaps)
@@ -258,5 +355,10 @@ def shape_cases(draw: Callable, reshapes: bool = INCLUDE_RESHAPES,
                 helpers=p.helpers, returns_tuple=returns_tuple)
 
 
-__all__ = ["INCLUDE_BUFFER_SWAPS", "INCLUDE_RESHAPES", "INCLUDE_TUPLE_RETURNS", "SEGMENTS",
-           "shape_cases"]
+def kernel_cases():
+    """Programs of the benchmark kernels' loop shapes (`KERNEL_SEGMENTS`)."""
+    return shape_cases(reshapes=False, tuple_returns=False, kinds=KERNEL_SEGMENTS)
+
+
+__all__ = ["INCLUDE_BUFFER_SWAPS", "INCLUDE_RESHAPES", "INCLUDE_TUPLE_RETURNS", "KERNEL_SEGMENTS",
+           "SEGMENTS", "kernel_cases", "shape_cases"]
