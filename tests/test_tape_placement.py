@@ -103,6 +103,28 @@ def stale_temporary(x, reps):
     return s
 
 
+def packed_rows(icf, w, x, qx):
+    """packed_triangle's rows weighed as GMM's components are: exp(w[i] - |Q x_i|^2 / 2).
+    Past the row's loops, the block computing the weight is entered from the first guard
+    (d <= 0: LLVM jumps past all of the row's loops), from the guard of the squared norm's
+    loop, or from that loop's exit."""
+    n, d = x.shape
+    total = 0.0
+    for i in range(n):
+        for j in range(d):
+            qx[j] = math.exp(icf[j]) * x[i, j]
+        idx = d
+        for j in range(d):
+            for l in range(j + 1, d):
+                qx[l] += icf[idx] * x[i, j]
+                idx += 1
+        sqnorm = 0.0
+        for j in range(d):
+            sqnorm += qx[j] * qx[j]
+        total += math.exp(w[i] - 0.5 * sqnorm)
+    return total
+
+
 def growing_rows(w, x):
     """Row j of a packed triangle has j entries (row 0 none: its inner loop is skipped);
     idx walks the packing across rows. LLVM ends the inner loop by comparing idx itself
@@ -183,6 +205,15 @@ KERNELS = {
     "stale_temporary": Kernel(
         "stale_temporary", stale_temporary, lambda rng: (rng.standard_normal(5), 3),
         tags=frozenset({"nested-loop", "branch", "math", "alloc", "int-arg"})),
+    "packed_rows": Kernel(
+        "packed_rows", packed_rows,
+        lambda rng: (0.3 * rng.standard_normal(4 + 6), rng.standard_normal(3),
+                     0.5 * rng.standard_normal((3, 4)), np.zeros(4)),
+        outputs=(3,), tags=frozenset({"nested-loop", "array2d", "math", "output"})),
+    "packed_rows_empty": Kernel(
+        "packed_rows_empty", packed_rows,
+        lambda rng: (np.zeros(0), rng.standard_normal(3), np.zeros((3, 0)), np.zeros(0)),
+        outputs=(3,), tags=frozenset({"nested-loop", "array2d", "math", "output"})),
     "growing_rows": Kernel(
         "growing_rows", growing_rows,
         lambda rng: (rng.standard_normal(10), rng.standard_normal(5)),
@@ -201,6 +232,10 @@ TYPES = {"heat_swap": ("dup,dup,const,const", "float64[:, ::1], float64[:, ::1],
          "sin_squared": ("dup", "float64[::1]"),
          "stale_temporary": ("dup,const", "float64[::1], int64"),
          "growing_rows": ("dup,dup", "float64[::1], float64[::1]"),
+         "packed_rows": ("dup,dup,const,dup",
+                         "float64[::1], float64[::1], float64[:, ::1], float64[::1]"),
+         "packed_rows_empty": ("dup,dup,const,dup",
+                               "float64[::1], float64[::1], float64[:, ::1], float64[::1]"),
          "matmul_loss": ("dup,dup,dup", "float64[:, ::1], float64[:, ::1], float64[:, ::1]"),
          "read_then_overwrite": ("dup,dup", "float64[::1], float64[::1]")}
 
@@ -285,6 +320,17 @@ def test_the_merge_after_a_guarded_loop_is_decided_by_the_guard(name):
     report = inspection_of(name).tape
     assert not [e for e in report.taped if e.what is Need.CHOICE]
     assert any(e.block.endswith("loopexit") for e in report.choices)
+
+
+def test_a_merge_of_three_predecessors_is_decided_by_the_guards():
+    """The block after two guarded loops is entered from the first guard (d <= 0), the
+    second guard or the second loop's exit: the reverse asks the two guards' conditions
+    (GMM's per-(i, k) choice slot)."""
+    report = inspection_of("packed_rows").tape
+    assert not [e for e in report.taped + report.spilled if e.what is Need.CHOICE]
+    merges = {e.block for e in report.choices}
+    three = [m for m in merges if sum(e.block == m for e in report.choices) == 2]
+    assert three, report.choices
 
 
 def test_outer_loop_value_taped_once_per_outer_iteration():

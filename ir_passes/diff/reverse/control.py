@@ -3,7 +3,7 @@ one reverse block per primal block, the edges back to the reverse of the predece
 primal came from, and the final block that packs the results."""
 from __future__ import annotations
 
-from ...analysis.cfg import Loop, decides, other_successor
+from ...analysis.cfg import Loop, decides
 from ...ir.builder import Builder, add_incoming
 from ...ir.types import I32, I64, FloatType, Type
 from ...ir.values import Block, Instruction, Value, const_float, const_int, zero
@@ -120,33 +120,57 @@ class ReverseControl:
             b.switch(which, cases[0][1], cases[1:])
 
     def _recomputed_choice(self, ctx: BlockContext) -> Value | None:
-        """Which of two predecessors ran, from the deciding branch's condition when the
-        reverse pass can rebuild it (if/else diamonds, and if-then triangles, whose `then`
-        side may be a whole region such as a guarded loop); else None."""
+        """Which predecessor ran, from deciding branches' conditions when the reverse pass
+        can rebuild them (`_deciders`: if/else diamonds, and chains of if-then triangles whose
+        `then` side may be a whole region such as a guarded loop); else None."""
         st, block = self.st, ctx.block
         preds = st.preds(block)
-        if len(preds) != 2:
+        decided = self._deciders(block, preds)
+        if decided is None:
             return None
-        only = {p: st.plan.preds[p] for p in preds}
-        decider = None
-        for d, side in ((preds[0], preds[1]), (preds[1], preds[0])):
-            if decides(st.plan.idom, d, side, block):
-                start = other_successor(d, block)
-                decider, taken_if = d, {start: side, block: d}  # triangle d -> ... -> side
-        if decider is None and len(only[preds[0]]) == 1 and only[preds[0]] == only[preds[1]] \
+        steps, last = decided
+        conds = []
+        for decider, _ in steps:
+            term = decider.terminator
+            if term is None or term.opcode != "br" or len(term.operands) != 3 or \
+                    st.plan.kind(term.operands[0], block) is Access.TAPE:
+                return None
+            conds.append(term.operands)
+        which = const_int(I32, preds.index(last))
+        for (decider, taken), (cond, if_true, if_false) in reversed(list(zip(steps, conds))):
+            st.observe(Retained(Retention.RECOMPUTE, Need.CHOICE, block, cond))
+            pick = [const_int(I32, preds.index(taken[t])) if t in taken else which
+                    for t in (if_true, if_false)]
+            which = st.b.select(self.avail.value(ctx, cond), pick[0], pick[1])
+        return which
+
+    def _deciders(self, block: Block, preds: list[Block]) \
+            -> tuple[list[tuple[Block, dict[Block, Block]]], Block] | None:
+        """Branches that tell which of `preds` entered `block`, in order: each (decider,
+        {successor: the predecessor that successor means}), a successor not in the map
+        deferring to the next decider, and the predecessor left when none took its edge.
+
+        A chain: a predecessor that dominates the remaining ones, none of which is reached
+        from `block` without passing it again, decides by its branch into `block` (`decides`:
+        an if-then triangle is the two-predecessor case; a guard before a loop and one after
+        it, GMM's, a chain of three). Else an if/else diamond: both sides' only predecessor."""
+        idom, steps, rest = self.st.plan.idom, [], list(preds)
+        while len(rest) > 1 and len(set(rest)) == len(rest):
+            for d in rest:
+                others = [p for p in rest if p is not d]
+                if all(decides(idom, d, side, block) for side in others):
+                    steps.append((d, {block: d}))
+                    rest = others
+                    break
+            else:
+                break
+        if len(rest) == 1:
+            return steps, rest[0]
+        only = {p: self.st.plan.preds[p] for p in preds}
+        if len(preds) == 2 and len(only[preds[0]]) == 1 and only[preds[0]] == only[preds[1]] \
                 and all(p.successors() == [block] for p in preds):
-            decider, taken_if = only[preds[0]][0], {p: p for p in preds}   # diamond
-        term = decider.terminator if decider is not None else None
-        if term is None or term.opcode != "br" or len(term.operands) != 3:
-            return None
-        cond, if_true, if_false = term.operands
-        if if_true not in taken_if or if_false not in taken_if or \
-                st.plan.kind(cond, block) is Access.TAPE:
-            return None
-        pick = [const_int(I32, preds.index(taken_if[t]))  # type: ignore[index]
-                for t in (if_true, if_false)]
-        st.observe(Retained(Retention.RECOMPUTE, Need.CHOICE, block, cond))
-        return st.b.select(self.avail.value(ctx, cond), pick[0], pick[1])
+            return [(only[preds[0]][0], {p: p for p in preds})], preds[0]   # diamond
+        return None
 
     def _entry_trips(self, ctx: BlockContext, pred: Block) -> list[tuple[Loop, Value]]:
         """Trip counters of the loops the reverse enters on the edge block -> pred."""

@@ -69,7 +69,7 @@ def test_counted_loop_printed():
 def observed_counts(module_text: str, spec: DiffSpec) -> dict[str, int]:
     """What the synthesizer's observer hears, deduplicated as the report promises: a tape slot
     per (value, block), a spill slot per value, a recompute per (value, block), a choice per
-    block."""
+    (block, deciding condition)."""
     events: list[Retained] = []
     synthesize_reverse(parse_module(module_text), spec, observe=events.append)
     keys = {"tape": {(e.what, e.block, e.value) for e in events if e.kind is Retention.TAPE},
@@ -77,7 +77,7 @@ def observed_counts(module_text: str, spec: DiffSpec) -> dict[str, int]:
             "recompute": {(e.block, e.value) for e in events
                           if e.kind in REBUILT
                           and e.what is Need.VALUE},
-            "choice": {e.block for e in events if e.what is Need.CHOICE}}
+            "choice": {(e.block, e.value) for e in events if e.what is Need.CHOICE}}
     return {k: len(v) for k, v in keys.items()}
 
 
