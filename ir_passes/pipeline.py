@@ -16,6 +16,8 @@ Stages (`STAGES`; API.md's names are aliases: "primal" is "raw", "preprocessed" 
               merges split by `aggregate_merges`)
   activity    the primal annotated per instruction, then per Python source line
   derivative  the synthesized derivative function
+  (linked)    reverse mode: the derivative's module with its constant-offset accumulations
+              retimed (`retime_accumulations`, after LLVM's O2 simplification) when any
   optimized   the derivative's module after `ir_passes.canonicalize.optimize` (O3)
               (with `vector_math`, calls to libm functions marked for libmvec as linked)
   tape        reverse mode: per value, taped, spilled or recomputed instead
@@ -37,6 +39,7 @@ from .diff.spec import DiffSpec
 from .errors import EnzymePyError
 from .invariant_loads import hoist_invariant_loads
 from .stored_values import forward_stored_values
+from .retime_accumulations import has_accumulation_runs, retimed
 from .ir.parser import parse_module
 from .ir.printer import print_function, print_module
 from .ir.values import Function, Module
@@ -141,6 +144,8 @@ class Stages:
     def module_text(self) -> str:
         """The derivative's verified module, as it is linked."""
         text = self.synthesized[2]
+        if self.spec.mode == "reverse" and has_accumulation_runs(self.synthesized[0]):
+            text = retimed(text)
         return annotate(text) if self.vector_math else text
 
     @functools.cached_property
