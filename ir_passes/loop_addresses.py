@@ -1,13 +1,13 @@
 """Addresses in a single-block loop counting down, as `base + coef * iv + offset`.
 
-The reverse pass's loops count `iv = init, init - 1, .., 0` (`phi [init, pre], [iv - 1,
-loop]`, leaving when `iv == 0`). `DownLoop.of` recognises such a loop; `DownLoop.address`
-writes a pointer of it as a loop-invariant base (a value, or a pointer stepping by a constant
-per iteration: `PointerStep`) plus `coef * iv + offset` bytes, through single-index geps,
-integer `add`/`sub`/`mul`/`shl` by constants, and Numba's negative-index wraparound
-`select (icmp slt j, 0), n, 0`, whose comparison the counter's range decides: `0 <= iv <=
-init`, with `init <= MAX_INIT` (a fact the caller checks at run time: `ranged` says it was
-used).
+The reverse pass's loops count `iv = init, init - 1, .., last` (`phi [init, pre], [iv - 1,
+loop]`, leaving when `iv == 0`: last 0, or when `iv - 1 == 0`: last 1). `DownLoop.of`
+recognises such a loop; `DownLoop.address` writes a pointer of it as a loop-invariant base
+(a value, or a pointer stepping by a constant per iteration: `PointerStep`) plus `coef * iv +
+offset` bytes, through single-index geps, integer `add`/`sub`/`mul`/`shl` by constants, and
+Numba's negative-index wraparound `select (icmp slt j, 0), n, 0`, whose comparison the
+counter's range decides: `last <= iv <= init` with `init - last <= MAX_INIT` (unsigned), a
+fact the caller checks at run time (`ranged` says it was used; `decided` lists the selects).
 """
 from __future__ import annotations
 
@@ -55,7 +55,8 @@ class DownLoop:
     exit: Block
     iv: Instruction
     init: Value
-    ranged: bool = field(default=False)   # an address relied on 0 <= iv <= init <= MAX_INIT
+    last: int                      # the counter's value on the last iteration: 0 or 1
+    ranged: bool = field(default=False)   # an address relied on last <= iv <= init
     decided: dict[int, tuple[Instruction, Value]] = field(default_factory=dict)
     # id(select) -> (select, the operand it takes on every iteration)
 
@@ -74,7 +75,12 @@ class DownLoop:
         exit_, stay = (yes, no) if cond.predicate == "eq" else (no, yes)
         if stay is not block or exit_ is block:
             return None
-        iv = cond.operands[0]
+        tested = cond.operands[0]
+        last = 0
+        if (isinstance(tested, Instruction) and tested.opcode == "add"
+                and int_constant(tested.operands[1]) == -1):
+            tested, last = tested.operands[0], 1          # leaves when iv - 1 == 0
+        iv = tested
         if not (isinstance(iv, Instruction) and iv.opcode == "phi" and iv.block is block
                 and len(iv.operands) == 2):
             return None
@@ -83,7 +89,7 @@ class DownLoop:
         if not (isinstance(step, Instruction) and step.opcode == "add"
                 and step.operands[0] is iv and int_constant(step.operands[1]) == -1):
             return None
-        return cls(block, pre, exit_, iv, by[pre])
+        return cls(block, pre, exit_, iv, by[pre], last)
 
     def inside(self, v: Value) -> bool:
         return isinstance(v, Instruction) and v.block is self.block
@@ -127,7 +133,8 @@ class DownLoop:
         a, b = (self.linear(x) for x in cond.operands)
         if a is None or b is None or b[0] != 0 or a[0] not in (0, 1):
             return None
-        lo, hi = a[1], a[1] + (MAX_INIT if a[0] else 0)
+        lo = a[1] + (self.last if a[0] else 0)
+        hi = lo + (MAX_INIT if a[0] else 0)
         k, pred = b[1], cond.predicate
         if pred.startswith("u"):
             if lo < 0 or k < 0:

@@ -8,14 +8,15 @@ a read-modify-write carried from one iteration to the next, which LLVM leaves sc
 runtime alias checks compare the three addresses with each other and always fail). Retimed,
 iteration `iv` finishes only the address it touches last, `d[iv + 2] = ((d[iv + 2] +
 t0[iv + 2]) + t1[iv + 1]) + t2[iv]`, the earlier iterations' terms carried in phis starting
-at -0.0 (`x + -0.0 == x` exactly: terms of iterations that did not run add nothing); `d[1]`
+at -0.0 (`x + -0.0 == x` exactly, `x - +0.0` for a subtraction: terms of iterations that
+did not run change nothing); `d[1]`
 and `d[0]` are finished after the loop. The same additions in the same order (operands kept
 in place, flags kept): the result is bit-identical, and the loop has one address stream.
 
 Only where that is certain (`Candidate.of`; anything else leaves the loop as it is):
 - a single-block loop counting down to 0 (`loop_addresses.DownLoop`: the reverse pass's);
-- accumulations `l = load double p; f = fadd c, l; store f, p` (the load and the fadd used
-  once), at `p = B + 8 iv + 8 k` for one loop-invariant `B` and constants `k` that are
+- accumulations `l = load double p; f = fadd c, l (or fsub l, c); store f, p` (the load
+  and the fadd used once), at `p = B + 8 iv + 8 k` for one loop-invariant `B` and constants `k` that are
   consecutive integers;
 - every other load and store in the loop is elsewhere on every iteration that matters: it
   is based on another `noalias` argument, or it moves by 8 bytes per iteration too and its
@@ -161,10 +162,10 @@ def _accumulation(store: Instruction, loop: DownLoop, uses: dict[int, int]) -> _
     if store.opcode != "store" or store.volatile:
         return None
     add, ptr = store.operands
-    if not (loop.inside(add) and add.opcode == "fadd" and add.type == DOUBLE
+    if not (loop.inside(add) and add.opcode in ("fadd", "fsub") and add.type == DOUBLE
             and uses.get(id(add)) == 1):
         return None
-    for i, load in enumerate(add.operands):
+    for i, load in enumerate(add.operands[:1] if add.opcode == "fsub" else add.operands):
         if (loop.inside(load) and load.opcode == "load" and load.operands[0] is ptr
                 and not load.volatile and uses.get(id(load)) == 1):
             return _Acc(load, add, store, add.operands[1 - i], term_first=i == 1)
@@ -261,7 +262,6 @@ def _retime(fn: Function, loop: DownLoop, accs: list[_Acc], first: Address, span
     for select, chosen in loop.decided.values():
         for inst in block.instructions:
             inst.replace_uses(select, chosen)
-    minus_zero = const_float(DOUBLE, -0.0)
     carried: dict[int, list[Value]] = {}          # id(acc) -> terms 1.. iterations ago
     b = Builder()
     b.position_after_phis(block)
@@ -269,7 +269,7 @@ def _retime(fn: Function, loop: DownLoop, accs: list[_Acc], first: Address, span
         chain: list[Value] = []
         for back in range(1, span - acc.k + 1):
             phi = b.phi(DOUBLE, f"{acc.add.name or 'acc'}.carry{back}")
-            add_incoming(phi, minus_zero, loop.pre)
+            add_incoming(phi, _no_term(acc), loop.pre)
             chain.append(phi)
         for back, phi in enumerate(chain):
             add_incoming(phi, acc.term if back == 0 else chain[back - 1], block)
@@ -295,6 +295,11 @@ def _retime(fn: Function, loop: DownLoop, accs: list[_Acc], first: Address, span
         phi.incoming = [done if blk is block else blk for blk in phi.incoming]
 
 
+def _no_term(acc: _Acc) -> Value:
+    """The term that changes nothing: `x + -0.0 == x` and `x - +0.0 == x` for every x."""
+    return const_float(DOUBLE, -0.0 if acc.add.opcode == "fadd" else 0.0)
+
+
 def _finish(b: Builder, ptr: Value, accs: list[_Acc], top: int, term_of) -> None:
     """`*ptr` plus its terms in their original order: offset 0's first, program order within
     an offset; `term_of(acc)` is the term that reaches `ptr` (offset `top`)."""
@@ -306,7 +311,7 @@ def _finish(b: Builder, ptr: Value, accs: list[_Acc], top: int, term_of) -> None
                 continue
             term = term_of(acc)
             ops = [term, value] if acc.term_first else [value, term]
-            value = b.binop("fadd", *ops, flags=acc.add.flags)
+            value = b.binop(acc.add.opcode, *ops, flags=acc.add.flags)
     b.store(value, ptr, align=like.store.align)
 
 
@@ -333,7 +338,8 @@ def _guard(loop: DownLoop, first: Address, span: int, checks: list[_Check]) -> V
         above = b.icmp("sge", distance, const_int(I64, 8 * span + 8))
         ok = b.binop("and", ok, b.binop("or", below, above))
     if loop.ranged:
-        ok = b.binop("and", ok, b.icmp("ule", loop.init, const_int(I64, MAX_INIT)))
+        span_ = b.sub(loop.init, const_int(I64, loop.last))
+        ok = b.binop("and", ok, b.icmp("ule", span_, const_int(I64, MAX_INIT)))
     return ok
 
 

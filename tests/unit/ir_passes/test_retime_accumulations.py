@@ -158,3 +158,29 @@ def test_left_unchanged(case):
     }[case]
     changed, after = _retimed(text)
     assert not changed
+
+
+def test_subtractions_retimed_from_plus_zero():
+    """`d[k] -= t` carries +0.0 for terms of iterations that did not run (`x - +0.0 == x`,
+    while `-0.0 - -0.0` would be +0.0); a seed of -0.0 keeps its sign."""
+    body = _ACCUMULATE.replace("%y2 = fadd nsz double %x2, %u", "%y2 = fsub double %x2, %u")
+    before = _ir(body)
+    changed, after = _retimed(before)
+    assert changed and "fsub double" in after
+    for n in (0, 1, 6):
+        _same_results(before, after, n)
+    outs = []
+    for text in (before, after):
+        d = np.full(12, -0.0)
+        _run(text, d[4:], np.zeros(8), np.zeros(8), 3)
+        outs.append(d)
+    assert outs[0].tobytes() == outs[1].tobytes()
+
+
+def test_loop_leaving_when_the_decrement_is_zero():
+    """`phi [n, entry], [iv - 1, loop]` leaving when `iv - 1 == 0`: iterations n .. 1."""
+    before = _ir().replace("%done = icmp eq i64 %iv, 0", "%done = icmp eq i64 %iv.next, 0")
+    changed, after = _retimed(before)
+    assert changed
+    for n in (1, 2, 9):
+        _same_results(before, after, n)
