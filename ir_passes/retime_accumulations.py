@@ -67,17 +67,28 @@ class _Check:
 
 
 def has_accumulation_runs(module: Module) -> bool:
-    """Whether a block of `module` stores two `fadd`s to memory that is not a stack slot: a
-    cheap test before `retimed`'s O2 (adjoints live in stack slots until then)."""
+    """Whether a block of `module` accumulates (`store (fadd (load p), t), p`) twice into
+    memory reached by geps from one pointer (not a stack slot): a cheap test before
+    `retimed`'s O2."""
     for fn in module.functions.values():
         for block in fn.blocks:
-            stores = [i for i in block.instructions if i.opcode == "store"
-                      and isinstance(i.operands[0], Instruction)
-                      and i.operands[0].opcode == "fadd"
-                      and not (isinstance(i.operands[1], Instruction)
-                               and i.operands[1].opcode == "alloca")]
-            if len(stores) >= 2:
-                return True
+            roots: set[int] = set()
+            for inst in block.instructions:
+                if inst.opcode != "store":
+                    continue
+                value, ptr = inst.operands
+                if not (isinstance(value, Instruction) and value.opcode in ("fadd", "fsub")
+                        and any(isinstance(op, Instruction) and op.opcode == "load"
+                                and op.operands[0] is ptr for op in value.operands)):
+                    continue
+                root = ptr
+                while isinstance(root, Instruction) and root.opcode == "getelementptr":
+                    root = root.operands[0]
+                if root is ptr or isinstance(root, Instruction) and root.opcode == "alloca":
+                    continue                  # an adjoint's stack slot
+                if id(root) in roots:
+                    return True
+                roots.add(id(root))
     return False
 
 
