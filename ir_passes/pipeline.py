@@ -15,7 +15,8 @@ Stages (`STAGES`; API.md's names are aliases: "primal" is "raw", "preprocessed" 
   canonical   the canonical module the pass differentiates (callees inlined, aggregate
               merges split by `aggregate_merges`)
   activity    the primal annotated per instruction, then per Python source line
-  derivative  the synthesized derivative function
+  derivative  the synthesized derivative function (as linked, reverse nests are then
+              jammed: `jam_loops`)
   optimized   the derivative's module after `ir_passes.canonicalize.optimize` (O3)
               (with `vector_math`, calls to libm functions marked for libmvec as linked)
   tape        reverse mode: per value, taped, spilled or recomputed instead
@@ -36,6 +37,7 @@ from .diff.seeds import activity_seeds
 from .diff.spec import DiffSpec
 from .errors import EnzymePyError
 from .invariant_loads import hoist_invariant_loads
+from .jam_loops import jammed_module
 from .stored_values import forward_stored_values
 from .ir.parser import parse_module
 from .ir.printer import print_function, print_module
@@ -141,6 +143,8 @@ class Stages:
     def module_text(self) -> str:
         """The derivative's verified module, as it is linked."""
         text = self.synthesized[2]
+        if self.spec.mode == "reverse":
+            text = jammed_module(text, self.derivative.name or "") or text
         return annotate(text) if self.vector_math else text
 
     @functools.cached_property
