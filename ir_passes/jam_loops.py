@@ -128,6 +128,7 @@ def _nest(fn: Function, loop: Loop) -> _Nest | None:
     if pre is None or inner_pre is None or inner_exit is None or pre.terminator is None \
             or pre.terminator.operands != [head] or preds[inner_exit] != [inner] \
             or inner_exit.successors() != [latch] or inner_pre.successors() != [inner] \
+            or any(inner_pre.phis()) \
             or len({head, latch, inner, inner_pre, inner_exit}) != 5:
         return None
     outer = _countdown(head, latch, pre)
@@ -273,6 +274,7 @@ def _jam(fn: Function, nest: _Nest, factor: int) -> None:
     Builder(inner).cbr(maps[0][id(inner_term.operands[0])],
                        *(blocks.get(x, x) for x in inner_term.operands[1:]))  # type: ignore
     copy(nest.inner_exit, inner_exit, "phis")
+    copy(nest.inner_exit, inner_exit, "body")
     Builder(inner_exit).br(latch)
     copy(nest.latch, latch, "phis")
     copy(nest.latch, latch, "body")

@@ -77,11 +77,26 @@ done:
   ret void
 }}
 """
+# LLVM's promotion of `da[k]` to a register: loaded before the inner loop, stored after it
+_PROMOTED = (("  br label %inner\n", "  %dak.p = getelementptr double, ptr %da, i64 %k\n"
+              "  %dak = load double, ptr %dak.p, align 8\n  br label %inner\n"),
+             ("[ -0.000000e+00, %inner.pre ]", "[ %dak, %inner.pre ]"),
+             ("  br label %latch\n", "  store double %acc.lcssa, ptr %dak.p, align 8\n"
+              "  br label %latch\n"),
+             ("  %sum = phi double [ -0.000000e+00, %head ], [ %acc.lcssa, %inner.exit ]\n"
+              "  %dak.p = getelementptr double, ptr %da, i64 %k\n"
+              "  %dak = load double, ptr %dak.p, align 8\n"
+              "  %dak.new = fadd double %sum, %dak\n"
+              "  store double %dak.new, ptr %dak.p, align 8\n", ""))
 _EXACT = dict(b_attr="noalias", stride="%N", dc_index="%n", extra="")
 
 
-def _module(**changes: str):
-    return parse_module(_NEST.format(**{**_EXACT, **changes}))
+def _module(promoted: bool = False, **changes: str):
+    text = _NEST.format(**{**_EXACT, **changes})
+    for old, new in _PROMOTED if promoted else ():
+        assert old in text
+        text = text.replace(old, new)
+    return parse_module(text)
 
 
 def _jammed(**changes: str) -> bool:
@@ -129,10 +144,12 @@ def _run(module, K: int, N: int, seed: int) -> list[np.ndarray]:
     return arrays
 
 
+@pytest.mark.parametrize("promoted", (False, True), ids=("latch", "promoted"))
 @pytest.mark.parametrize("K, N", [(1, 5), (3, 7), (4, 1), (4, 8), (9, 13), (16, 64), (7, 0)])
-def test_jammed_nest_is_bit_identical(K, N):
-    """Trip counts below, at, and not a multiple of the factor, and an empty inner loop."""
-    plain, jammed = _module(), _module()
+def test_jammed_nest_is_bit_identical(K, N, promoted):
+    """Trip counts below, at, and not a multiple of the factor, and an empty inner loop; the
+    accumulator added in the latch or kept in a register (its store after the inner loop)."""
+    plain, jammed = _module(promoted), _module(promoted)
     assert jam_loop_nests(jammed.functions["f"], 4)
     for x, y in zip(_run(plain, K, N, K * 100 + N), _run(jammed, K, N, K * 100 + N)):
         assert np.array_equal(x.view(np.int64), y.view(np.int64))
