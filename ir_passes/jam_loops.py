@@ -41,11 +41,16 @@ from .ir.printer import print_module
 from .ir.types import I64
 from .ir.values import Argument, Block, ConstInt, Function, Instruction, Value, const_int
 
-__all__ = ["FACTOR", "jam_loop_nests", "jammed_module"]
+__all__ = ["FACTOR", "has_loop_nest", "jam_loop_nests", "jammed_module"]
 
 FACTOR = 4
 _PURE_INTRINSICS = ("llvm.fmuladd.", "llvm.fma.", "llvm.fabs.", "llvm.sqrt.", "llvm.copysign.",
                     "llvm.minnum.", "llvm.maxnum.")
+
+
+def has_loop_nest(fn: Function) -> bool:
+    """Whether `fn` has a loop inside a loop (else `jammed_module` has nothing to do)."""
+    return any(loop.parent is not None for loop in find_loops(fn))
 
 
 def jammed_module(module_text: str, function: str, factor: int = FACTOR) -> str | None:
