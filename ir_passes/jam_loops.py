@@ -150,10 +150,16 @@ def _nest(fn: Function, loop: Loop) -> _Nest | None:
     if len(head_term.operands) == 3 and _inside(head_term.operands[0], loop):
         return None
     trip = counted[0].operands[counted[0].incoming.index(inner_pre)]
-    if _inside(trip, loop):
+    if _inside(trip, loop) or _used_outside(fn, loop):
         return None
     nest = _Nest(pre, head, inner_pre, inner, inner_exit, latch, exit_, counter, k, counted[1])
     return nest if _exact(nest, loop, trip) else None
+
+
+def _used_outside(fn: Function, loop: Loop) -> bool:
+    """Whether a value of `loop` is used outside it (LCSSA form has none: exit phis)."""
+    return any(_inside(op, loop) for block in fn.blocks if block not in loop.blocks
+               for inst in block.instructions for op in inst.operands)
 
 
 def _inside(v: Value, loop: Loop) -> bool:

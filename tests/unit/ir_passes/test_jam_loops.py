@@ -153,3 +153,11 @@ def test_jammed_nest_is_bit_identical(K, N, promoted):
     assert jam_loop_nests(jammed.functions["f"], 4)
     for x, y in zip(_run(plain, K, N, K * 100 + N), _run(jammed, K, N, K * 100 + N)):
         assert np.array_equal(x.view(np.int64), y.view(np.int64))
+
+
+def test_a_value_used_after_the_nest_is_left_unchanged():
+    # `%k` read after the loop without an exit phi (not LCSSA): its last value would change
+    text = _NEST.format(**_EXACT).replace("exit:\n  br label %done",
+                                          "exit:\n  %after = add i64 %k, 1\n  br label %done")
+    assert "%after" in text
+    assert not jam_loop_nests(parse_module(text).functions["f"], 4)
