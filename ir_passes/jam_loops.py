@@ -39,7 +39,7 @@ from .ir.clone import clone_instruction
 from .ir.parser import parse_module
 from .ir.printer import print_module
 from .ir.types import I64
-from .ir.values import Argument, Block, ConstInt, Function, Instruction, Value, const_int
+from .ir.values import Argument, Block, Function, Instruction, Value, const_int
 
 __all__ = ["FACTOR", "has_loop_nest", "jam_loop_nests", "jammed_module"]
 
@@ -72,7 +72,7 @@ def jam_loop_nests(fn: Function, factor: int = FACTOR) -> bool:
     """Jam every qualifying nest of `fn` by `factor`; whether any was jammed."""
     changed = False
     while True:   # re-analyse after each change; a jammed loop's `ugt` exit test never matches
-        nest = next((n for n in map(lambda l: _nest(fn, l), find_loops(fn)) if n), None)
+        nest = next(filter(None, (_nest(fn, loop) for loop in find_loops(fn))), None)
         if nest is None:
             return changed
         _jam(fn, nest, factor)

@@ -99,10 +99,6 @@ def _module(promoted: bool = False, **changes: str):
     return parse_module(text)
 
 
-def _jammed(**changes: str) -> bool:
-    return jam_loop_nests(_module(**changes).functions["f"], 4)
-
-
 def test_the_reverse_matmul_row_is_jammed():
     module = _module()
     assert jam_loop_nests(module.functions["f"], 4)
