@@ -41,16 +41,67 @@ from .ir.printer import print_module
 from .ir.types import I64
 from .ir.values import Argument, Block, Function, Instruction, Value, const_int
 
-__all__ = ["FACTOR", "has_loop_nest", "jam_loop_nests", "jammed_module"]
+__all__ = ["FACTOR", "jam_loop_nests", "jammed_module", "may_jam"]
 
 FACTOR = 4
 _PURE_INTRINSICS = ("llvm.fmuladd.", "llvm.fma.", "llvm.fabs.", "llvm.sqrt.", "llvm.copysign.",
                     "llvm.minnum.", "llvm.maxnum.")
 
 
-def has_loop_nest(fn: Function) -> bool:
-    """Whether `fn` has a loop inside a loop (else `jammed_module` has nothing to do)."""
-    return any(loop.parent is not None for loop in find_loops(fn))
+def may_jam(fn: Function) -> bool:
+    """A necessary condition for a nest of `fn` to be jammed, checked on the derivative as
+    synthesized, before the LLVM simplification `jammed_module` pays first: a loop around an
+    innermost loop, calling pure intrinsics only, whose memory accesses other than stack
+    slots all lead back to `noalias` arguments (through geps, phis, selects and what stack slots hold). A
+    reverse nest reading the tape or a temporary's shadow fails it (GMM's, LSTM's)."""
+    held: dict[int, list[Value]] = {}          # stack slot -> the values stored into it
+    for block in fn.blocks:
+        for inst in block.instructions:
+            if inst.opcode == "store" and _is_slot(inst.operands[1]):
+                held.setdefault(id(inst.operands[1]), []).append(inst.operands[0])
+    loops = find_loops(fn)
+    parents = {id(loop.parent) for loop in loops}
+    return any(loop.parent is not None and id(loop) not in parents
+               and _plain_nest(loop.parent, held) for loop in loops)
+
+
+def _plain_nest(outer: Loop, held: dict[int, list[Value]]) -> bool:
+    for block in outer.blocks:
+        for inst in block.instructions:
+            if inst.opcode == "call" and \
+                    not (inst.callee_name or "").startswith(_PURE_INTRINSICS):
+                return False
+            if inst.opcode in ("load", "store"):
+                ptr = inst.operands[0 if inst.opcode == "load" else 1]
+                if not _is_slot(ptr) and not _from_arguments(ptr, held):
+                    return False
+    return True
+
+
+def _from_arguments(ptr: Value, held: dict[int, list[Value]]) -> bool:
+    """Whether every pointer `ptr` may be is an offset of a `noalias` argument."""
+    seen, work = set(), [ptr]
+    while work:
+        v = work.pop()
+        if id(v) in seen:
+            continue
+        seen.add(id(v))
+        if isinstance(v, Argument):
+            if "noalias" not in v.attrs.split():
+                return False
+        elif isinstance(v, Instruction) and v.opcode == "getelementptr":
+            work.append(v.operands[0])
+        elif isinstance(v, Instruction) and v.opcode in ("phi", "select"):
+            work.extend(op for op in v.operands if op.type == ptr.type)
+        elif isinstance(v, Instruction) and v.opcode == "load" and _is_slot(v.operands[0]):
+            work.extend(held.get(id(v.operands[0]), []))
+        else:
+            return False
+    return True
+
+
+def _is_slot(ptr: Value) -> bool:
+    return isinstance(ptr, Instruction) and ptr.opcode == "alloca"
 
 
 def jammed_module(module_text: str, function: str, factor: int = FACTOR) -> str | None:

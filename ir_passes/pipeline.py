@@ -37,7 +37,7 @@ from .diff.seeds import activity_seeds
 from .diff.spec import DiffSpec
 from .errors import EnzymePyError
 from .invariant_loads import hoist_invariant_loads
-from .jam_loops import has_loop_nest, jammed_module
+from .jam_loops import jammed_module, may_jam
 from .stored_values import forward_stored_values
 from .ir.parser import parse_module
 from .ir.printer import print_function, print_module
@@ -143,7 +143,7 @@ class Stages:
     def module_text(self) -> str:
         """The derivative's verified module, as it is linked."""
         text = self.synthesized[2]
-        if self.spec.mode == "reverse" and has_loop_nest(self.derivative):
+        if self.spec.mode == "reverse" and may_jam(self.derivative):
             text = jammed_module(text, self.derivative.name or "") or text
         return annotate(text) if self.vector_math else text
 

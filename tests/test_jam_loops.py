@@ -7,6 +7,7 @@ import numba
 import numpy as np
 import pytest
 
+import ir_passes.jam_loops
 import ir_passes.pipeline
 from enzyme_py import derive_diff
 from enzyme_py.inspection import inspection
@@ -107,3 +108,27 @@ def test_contiguous_matmul_reverse_is_jammed(fn, jammed):
     p(*_args(4, 4, 4))
     linked = inspection(p, "dup,dup,dup").stages.module_text
     assert (".jam.inner" in linked) == jammed
+
+
+def row_scaled_temporary(A, w):
+    """A nest whose reverse reads a temporary's shadow (t) and the tape (exp): `may_jam`
+    rules it out before paying LLVM's simplification."""
+    M, N = A.shape
+    t = np.empty(M)
+    for m in range(M):
+        t[m] = np.exp(w[m])
+    s = 0.0
+    for m in range(M):
+        for n in range(N):
+            s += t[m] * A[m, n] * A[m, n]
+    return s
+
+
+@pytest.mark.parametrize("fn, acts, args, expected", [
+    (matmul_loss, "dup,dup,dup", _args(4, 4, 4), True),
+    (row_scaled_temporary, "dup,dup", (np.ones((3, 4)), np.ones(3)), False)],
+    ids=["matmul", "temporary"])
+def test_the_cheap_precheck_sees_what_cannot_be_jammed(fn, acts, args, expected):
+    p = numba.njit(fn)
+    p(*args)
+    assert ir_passes.jam_loops.may_jam(inspection(p, acts).stages.derivative) is expected
