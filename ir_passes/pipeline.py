@@ -15,9 +15,9 @@ Stages (`STAGES`; API.md's names are aliases: "primal" is "raw", "preprocessed" 
   canonical   the canonical module the pass differentiates (callees inlined, aggregate
               merges split by `aggregate_merges`)
   activity    the primal annotated per instruction, then per Python source line
-  derivative  the synthesized derivative function
-  (linked)    reverse mode: the derivative's module with its constant-offset accumulations
-              retimed (`retime_accumulations`, after LLVM's O2 simplification) when any
+  derivative  the synthesized derivative function (as linked, reverse nests are then
+              jammed: `jam_loops`, and constant-offset accumulations of reverse loops
+              retimed: `retime_accumulations`)
   optimized   the derivative's module after `ir_passes.canonicalize.optimize` (O3)
               (with `vector_math`, calls to libm functions marked for libmvec as linked)
   tape        reverse mode: per value, taped, spilled or recomputed instead
@@ -38,6 +38,7 @@ from .diff.seeds import activity_seeds
 from .diff.spec import DiffSpec
 from .errors import EnzymePyError
 from .invariant_loads import hoist_invariant_loads
+from .jam_loops import jammed_module, may_jam
 from .stored_values import forward_stored_values
 from .retime_accumulations import has_accumulation_runs, retimed
 from .ir.parser import parse_module
@@ -144,6 +145,8 @@ class Stages:
     def module_text(self) -> str:
         """The derivative's verified module, as it is linked."""
         text = self.synthesized[2]
+        if self.spec.mode == "reverse" and may_jam(self.derivative):
+            text = jammed_module(text, self.derivative.name or "") or text
         if self.spec.mode == "reverse" and has_accumulation_runs(self.synthesized[0]):
             text = retimed(text)
         return annotate(text) if self.vector_math else text
