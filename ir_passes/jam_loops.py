@@ -9,7 +9,7 @@ bit-identical. Iterations left over (trip count not a multiple of `FACTOR`) run 
 loop, which follows the jammed one.
 
 A nest is jammed only in the canonical shape LLVM's simplification leaves a reverse nest in
-(`jammed_module` runs it first), and only when reordering its iterations is provably exact:
+(`reverse_loops` runs it first), and only when reordering its iterations is provably exact:
 
 - both loops count down by one to zero (`phi [s, pre], [i, latch]; i = phi - 1; exit when
   i == 0`); the inner loop is one block, its trip count `N` defined outside the outer loop;
@@ -32,16 +32,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .analysis.cfg import Loop, find_loops
-from .canonicalize import canonicalize, verify
-from .errors import InvalidIRError
 from .ir.builder import Builder
 from .ir.clone import clone_instruction
-from .ir.parser import parse_module
-from .ir.printer import print_module
 from .ir.types import I64
 from .ir.values import Argument, Block, Function, Instruction, Value, const_int
 
-__all__ = ["FACTOR", "jam_loop_nests", "jammed_module", "may_jam"]
+__all__ = ["FACTOR", "jam_loop_nests", "may_jam"]
 
 FACTOR = 4
 _PURE_INTRINSICS = ("llvm.fmuladd.", "llvm.fma.", "llvm.fabs.", "llvm.sqrt.", "llvm.copysign.",
@@ -50,7 +46,7 @@ _PURE_INTRINSICS = ("llvm.fmuladd.", "llvm.fma.", "llvm.fabs.", "llvm.sqrt.", "l
 
 def may_jam(fn: Function) -> bool:
     """A necessary condition for a nest of `fn` to be jammed, checked on the derivative as
-    synthesized, before the LLVM simplification `jammed_module` pays first: a loop around an
+    synthesized, before the LLVM simplification `reverse_loops` pays first: a loop around an
     innermost loop, calling pure intrinsics only, whose memory accesses other than stack
     slots all lead back to `noalias` arguments (through geps, phis, selects and what stack slots hold). A
     reverse nest reading the tape or a temporary's shadow fails it (GMM's, LSTM's)."""
@@ -102,21 +98,6 @@ def _from_arguments(ptr: Value, held: dict[int, list[Value]]) -> bool:
 
 def _is_slot(ptr: Value) -> bool:
     return isinstance(ptr, Instruction) and ptr.opcode == "alloca"
-
-
-def jammed_module(module_text: str, function: str, factor: int = FACTOR) -> str | None:
-    """`module_text` simplified by LLVM (`canonicalize`) with the nests of `function` jammed,
-    or None when no nest qualifies."""
-    module = parse_module(canonicalize(module_text))
-    if not jam_loop_nests(module.functions[function], factor):
-        return None
-    text = print_module(module)
-    try:
-        verify(text)
-    except InvalidIRError as exc:
-        raise InvalidIRError(f"unroll-and-jam produced invalid IR for @{function}; this is a "
-                             f"bug.\n{exc}") from None
-    return text
 
 
 def jam_loop_nests(fn: Function, factor: int = FACTOR) -> bool:

@@ -15,9 +15,8 @@ Stages (`STAGES`; API.md's names are aliases: "primal" is "raw", "preprocessed" 
   canonical   the canonical module the pass differentiates (callees inlined, aggregate
               merges split by `aggregate_merges`)
   activity    the primal annotated per instruction, then per Python source line
-  derivative  the synthesized derivative function (as linked, reverse nests are then
-              jammed: `jam_loops`, and constant-offset accumulations of reverse loops
-              retimed: `retime_accumulations`)
+  derivative  the synthesized derivative function (as linked, a reverse derivative's loops
+              are then rescheduled: `reverse_loops`)
   optimized   the derivative's module after `ir_passes.canonicalize.optimize` (O3)
               (with `vector_math`, calls to libm functions marked for libmvec as linked)
   tape        reverse mode: per value, taped, spilled or recomputed instead
@@ -38,9 +37,8 @@ from .diff.seeds import activity_seeds
 from .diff.spec import DiffSpec
 from .errors import EnzymePyError
 from .invariant_loads import hoist_invariant_loads
-from .jam_loops import jammed_module, may_jam
 from .stored_values import forward_stored_values
-from .retime_accumulations import has_accumulation_runs, retimed
+from .reverse_loops import rescheduled
 from .ir.parser import parse_module
 from .ir.printer import print_function, print_module
 from .ir.values import Function, Module
@@ -145,10 +143,8 @@ class Stages:
     def module_text(self) -> str:
         """The derivative's verified module, as it is linked."""
         text = self.synthesized[2]
-        if self.spec.mode == "reverse" and may_jam(self.derivative):
-            text = jammed_module(text, self.derivative.name or "") or text
-        if self.spec.mode == "reverse" and has_accumulation_runs(self.synthesized[0]):
-            text = retimed(text)
+        if self.spec.mode == "reverse":
+            text = rescheduled(text, self.synthesized[0], self.derivative)
         return annotate(text) if self.vector_math else text
 
     @functools.cached_property

@@ -30,17 +30,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .canonicalize import canonicalize, verify
 from .ir.builder import Builder, add_incoming
 from .ir.clone import clone_instruction
 from .ir.types import DOUBLE, I1, I64, size_of
-from .ir.parser import parse_module
-from .ir.printer import print_module
 from .ir.values import (Argument, Block, Function, Instruction, Module, Value, const_float,
                         const_int)
 from .loop_addresses import MAX_INIT, Address, DownLoop, PointerStep
 
-__all__ = ["has_accumulation_runs", "retime_accumulations", "retimed"]
+__all__ = ["has_accumulation_runs", "retime_accumulations"]
 
 _PURE = ("llvm.fabs.", "llvm.fma.", "llvm.fmuladd.", "llvm.sqrt.", "llvm.smax.", "llvm.smin.",
          "llvm.umax.", "llvm.umin.", "llvm.abs.", "llvm.copysign.", "llvm.minnum.",
@@ -69,7 +66,7 @@ class _Check:
 def has_accumulation_runs(module: Module) -> bool:
     """Whether a block of `module` accumulates (`store (fadd (load p), t), p`) twice into
     memory reached by geps from one pointer (not a stack slot): a cheap test before
-    `retimed`'s O2."""
+    the LLVM simplification `reverse_loops` pays first."""
     for fn in module.functions.values():
         for block in fn.blocks:
             roots: set[int] = set()
@@ -90,21 +87,6 @@ def has_accumulation_runs(module: Module) -> bool:
                     return True
                 roots.add(id(root))
     return False
-
-
-def retimed(module_text: str) -> str:
-    """`module_text` after LLVM's simplification (`canonicalize`) with its accumulations
-    retimed, when any was; else `module_text` itself."""
-    module = parse_module(canonicalize(module_text))
-    changed = False
-    for fn in module.functions.values():
-        if not fn.is_declaration:
-            changed |= retime_accumulations(fn)
-    if not changed:
-        return module_text
-    text = print_module(module)
-    verify(text)
-    return text
 
 
 def retime_accumulations(fn: Function) -> bool:
