@@ -65,8 +65,8 @@ class _Check:
 
 def has_accumulation_runs(module: Module) -> bool:
     """Whether a block of `module` accumulates (`store (fadd (load p), t), p`) twice into
-    memory reached by geps from one pointer (not a stack slot): a cheap test before
-    the LLVM simplification `reverse_loops` pays first."""
+    memory reached by geps from one pointer (not a stack slot), at addresses read from no
+    other memory: a cheap test before the LLVM simplification `reverse_loops` pays first."""
     for fn in module.functions.values():
         for block in fn.blocks:
             roots: set[int] = set()
@@ -83,9 +83,29 @@ def has_accumulation_runs(module: Module) -> bool:
                     root = root.operands[0]
                 if root is ptr or isinstance(root, Instruction) and root.opcode == "alloca":
                     continue                  # an adjoint's stack slot
+                if _gathered(ptr):
+                    continue                  # BA's dcams[c, 0..10], c read from obs
                 if id(root) in roots:
                     return True
                 roots.add(id(root))
+    return False
+
+
+def _gathered(ptr: Value) -> bool:
+    """Whether address `ptr` depends on a load other than from a stack slot (an index read
+    from an array or from the tape: it does not move by a constant step per iteration)."""
+    seen, work = set(), [ptr]
+    while work:
+        v = work.pop()
+        if id(v) in seen or not isinstance(v, Instruction):
+            continue
+        seen.add(id(v))
+        if v.opcode == "load":
+            source = v.operands[0]
+            if not (isinstance(source, Instruction) and source.opcode == "alloca"):
+                return True
+        else:
+            work.extend(v.operands)
     return False
 
 
