@@ -12,24 +12,7 @@ import ir_passes.reverse_loops
 from enzyme_py import derive_diff
 from enzyme_py.inspection import inspection
 from tests.support.gradcheck import check_inner_product, check_reverse
-
-
-def matmul_loss(A, B, C):
-    """C = A @ B, n innermost (the benchmark's nest); returns sum(C * C)."""
-    M, K = A.shape
-    N = B.shape[1]
-    for m in range(M):
-        for n in range(N):
-            C[m, n] = 0.0
-        for k in range(K):
-            a = A[m, k]
-            for n in range(N):
-                C[m, n] += a * B[k, n]
-    s = 0.0
-    for m in range(M):
-        for n in range(N):
-            s += C[m, n] * C[m, n]
-    return s
+from tests.test_tape_placement import matmul_loss  # C = A @ B, n innermost, as benchmarked
 
 
 def matmul_acc(A, B, C):
