@@ -36,12 +36,11 @@ from .ir.builder import Builder
 from .ir.clone import clone_instruction
 from .ir.types import I64
 from .ir.values import Argument, Block, Function, Instruction, Value, const_int
+from .known.memory import PURE_FLOAT_INTRINSICS, noalias_argument, pointer_bases
 
 __all__ = ["FACTOR", "jam_loop_nests", "may_jam"]
 
 FACTOR = 4
-_PURE_INTRINSICS = ("llvm.fmuladd.", "llvm.fma.", "llvm.fabs.", "llvm.sqrt.", "llvm.copysign.",
-                    "llvm.minnum.", "llvm.maxnum.")
 
 
 def may_jam(fn: Function) -> bool:
@@ -65,7 +64,7 @@ def _plain_nest(outer: Loop, held: dict[int, list[Value]]) -> bool:
     for block in outer.blocks:
         for inst in block.instructions:
             if inst.opcode == "call" and \
-                    not (inst.callee_name or "").startswith(_PURE_INTRINSICS):
+                    not (inst.callee_name or "").startswith(PURE_FLOAT_INTRINSICS):
                 return False
             if inst.opcode in ("load", "store"):
                 ptr = inst.operands[0 if inst.opcode == "load" else 1]
@@ -75,24 +74,20 @@ def _plain_nest(outer: Loop, held: dict[int, list[Value]]) -> bool:
 
 
 def _from_arguments(ptr: Value, held: dict[int, list[Value]]) -> bool:
-    """Whether every pointer `ptr` may be is an offset of a `noalias` argument."""
+    """Whether every pointer `ptr` may be is an offset of a `noalias` argument (looking
+    through `pointer_bases` and what the stack slots they are loaded from hold)."""
     seen, work = set(), [ptr]
     while work:
         v = work.pop()
         if id(v) in seen:
             continue
         seen.add(id(v))
-        if isinstance(v, Argument):
-            if "noalias" not in v.attrs.split():
+        for base in pointer_bases(v):
+            if isinstance(base, Instruction) and base.opcode == "load" \
+                    and _is_slot(base.operands[0]):
+                work.extend(held.get(id(base.operands[0]), []))
+            elif not (isinstance(base, Argument) and "noalias" in base.attrs.split()):
                 return False
-        elif isinstance(v, Instruction) and v.opcode == "getelementptr":
-            work.append(v.operands[0])
-        elif isinstance(v, Instruction) and v.opcode in ("phi", "select"):
-            work.extend(op for op in v.operands if op.type == ptr.type)
-        elif isinstance(v, Instruction) and v.opcode == "load" and _is_slot(v.operands[0]):
-            work.extend(held.get(id(v.operands[0]), []))
-        else:
-            return False
     return True
 
 
@@ -198,13 +193,6 @@ def _inside(v: Value, loop: Loop) -> bool:
     return isinstance(v, Instruction) and v.block in loop.blocks
 
 
-def _root(ptr: Value) -> Argument | None:
-    """The `noalias` argument `ptr` is an offset of, or None."""
-    while isinstance(ptr, Instruction) and ptr.opcode == "getelementptr":
-        ptr = ptr.operands[0]
-    return ptr if isinstance(ptr, Argument) and "noalias" in ptr.attrs.split() else None
-
-
 def _element(ptr: Value, index: Value) -> Value | None:
     """`base` when `ptr` is `getelementptr T, base, index` (one index), else None."""
     if isinstance(ptr, Instruction) and ptr.opcode == "getelementptr" \
@@ -241,11 +229,11 @@ def _exact(nest: _Nest, loop: Loop, trip: Value) -> bool:
     for block in loop.blocks:
         for inst in block.instructions:
             if inst.opcode == "call":
-                if not (inst.callee_name or "").startswith(_PURE_INTRINSICS):
+                if not (inst.callee_name or "").startswith(PURE_FLOAT_INTRINSICS):
                     return False
             elif inst.opcode in ("load", "store"):
                 ptr = inst.operands[0 if inst.opcode == "load" else 1]
-                root = _root(ptr)
+                root = noalias_argument(ptr)
                 if root is None or inst.volatile or inst.ordering:
                     return False
                 by_root.setdefault(root, []).append((inst, ptr))

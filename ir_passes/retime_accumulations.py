@@ -33,15 +33,12 @@ from dataclasses import dataclass
 from .ir.builder import Builder, add_incoming
 from .ir.clone import clone_instruction
 from .ir.types import DOUBLE, I1, I64, size_of
-from .ir.values import (Argument, Block, Function, Instruction, Module, Value, const_float,
-                        const_int)
+from .ir.values import Block, Function, Instruction, Module, Value, const_float, const_int
+from .known.memory import PURE_FLOAT_INTRINSICS, PURE_INTEGER_INTRINSICS, noalias_argument
 from .loop_addresses import MAX_INIT, Address, DownLoop, PointerStep
 
 __all__ = ["has_accumulation_runs", "retime_accumulations"]
 
-_PURE = ("llvm.fabs.", "llvm.fma.", "llvm.fmuladd.", "llvm.sqrt.", "llvm.smax.", "llvm.smin.",
-         "llvm.umax.", "llvm.umin.", "llvm.abs.", "llvm.copysign.", "llvm.minnum.",
-         "llvm.maxnum.")
 _MAX_SPAN = 4          # offsets k in 0.._MAX_SPAN: carried terms stay few
 
 
@@ -222,7 +219,7 @@ def _harmless(inst: Instruction) -> bool:
         return not inst.volatile and not inst.ordering
     if inst.opcode == "call":
         name = inst.callee_name or ""
-        return name.startswith(_PURE)
+        return name.startswith(PURE_FLOAT_INTRINSICS + PURE_INTEGER_INTRINSICS)
     return inst.opcode not in ("atomicrmw", "cmpxchg", "fence", "invoke", "va_arg")
 
 
@@ -247,14 +244,8 @@ def _outside(distance: int, size: int, span: int) -> bool:
     return distance <= -size or distance >= 8 * span + 8
 
 
-def _root(v: Value | PointerStep) -> Value | None:
-    while isinstance(v, Instruction) and v.opcode == "getelementptr":
-        v = v.operands[0]
-    return v if isinstance(v, Argument) and "noalias" in v.attrs.split() else None
-
-
 def _distinct_roots(a: Value | PointerStep, b: Value | PointerStep) -> bool:
-    ra, rb = _root(a), _root(b)
+    ra, rb = noalias_argument(a), noalias_argument(b)  # type: ignore[arg-type]
     return ra is not None and rb is not None and ra is not rb
 
 

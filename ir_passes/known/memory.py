@@ -1,13 +1,20 @@
 """Facts about memory shared by the analyses and both modes: what an `llvm.mem*` intrinsic
-does, and where a pointer comes from. (What other calls do: their records, `model`.)"""
+does, which intrinsics touch no memory, and where a pointer comes from. (What other calls do:
+their records, `model`.)"""
 from __future__ import annotations
 
-from ..ir.values import Instruction, Value
+from ..ir.values import Argument, Instruction, Value
 
 # llvm.<kind>.* memory intrinsics: "copy" moves values (the shadow is copied too), "set"
 # writes constants (the shadow is zeroed).
 MEMORY_INTRINSICS = {"memcpy": "copy", "memmove": "copy", "memset": "set",
                      "memcpy_inline": "copy", "memset_inline": "set"}
+
+#: Intrinsics computed from their operands alone (no memory, no side effect), by name prefix.
+#: Integer min/max/abs are as cheap as a compare and select.
+PURE_INTEGER_INTRINSICS = ("llvm.smax.", "llvm.smin.", "llvm.umax.", "llvm.umin.", "llvm.abs.")
+PURE_FLOAT_INTRINSICS = ("llvm.fmuladd.", "llvm.fma.", "llvm.fabs.", "llvm.sqrt.",
+                         "llvm.copysign.", "llvm.minnum.", "llvm.maxnum.")
 
 
 #: The allocator of the tape of a derivative that is itself differentiated
@@ -39,6 +46,13 @@ def pointer_base(ptr: Value) -> Value:
     selects (`ptr` itself when it has several or none)."""
     bases = pointer_bases(ptr)
     return bases[0] if len(bases) == 1 else ptr
+
+
+def noalias_argument(ptr: Value) -> Argument | None:
+    """The `noalias` argument `ptr` is an offset of (through geps only), or None."""
+    while isinstance(ptr, Instruction) and ptr.opcode == "getelementptr":
+        ptr = ptr.operands[0]
+    return ptr if isinstance(ptr, Argument) and "noalias" in ptr.attrs.split() else None
 
 
 def pointer_bases(ptr: Value) -> list[Value]:

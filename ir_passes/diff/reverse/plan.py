@@ -30,7 +30,7 @@ from ...errors import UnsupportedError
 from ...ir.types import I64, size_of
 from ...ir.values import (Argument, Block, ConstInt, Constant, Function, GlobalRef, Instruction,
                           Value, const_int)
-from ...known.memory import pointer_base, pointer_bases
+from ...known.memory import PURE_INTEGER_INTRINSICS, pointer_base, pointer_bases
 from ...known.model import is_local_allocation, written_arguments
 from .kept import written_after
 
@@ -38,10 +38,6 @@ _PURE = {"add", "sub", "mul", "shl", "lshr", "ashr", "and", "or", "xor", "icmp",
          "select", "trunc", "zext", "sext", "fptrunc", "fpext", "fptoui", "fptosi", "uitofp",
          "sitofp", "bitcast", "getelementptr", "freeze", "extractvalue", "insertvalue",
          "fadd", "fsub", "fmul", "fneg", "ptrtoint", "inttoptr"}
-
-# integer min/max/abs: pure, as cheap as a compare and select (Numba clamps range() bounds
-# with smax, so a loop's trip count is recomputed from them instead of taped per run)
-_PURE_INTRINSICS = ("llvm.smax.", "llvm.smin.", "llvm.umax.", "llvm.umin.", "llvm.abs.")
 
 RECOMPUTE_DEPTH = 8      # longest chain of pure instructions cloned to rebuild one value
 
@@ -228,8 +224,10 @@ class ReversePlan:
             return at in iv.loop.blocks
         if depth > RECOMPUTE_DEPTH or v.block is None or not dominates(self.idom, v.block, at):
             return False
+        # integer min/max/abs too: Numba clamps range() bounds with smax, so a loop's trip
+        # count is recomputed from them instead of taped per run
         pure = (v.opcode == "load" and self.reloadable(v)) or v.opcode in _PURE \
-            or (v.callee_name or "").startswith(_PURE_INTRINSICS)
+            or (v.callee_name or "").startswith(PURE_INTEGER_INTRINSICS)
         if pure and all(self._recomputable(op, at, depth + 1) for op in v.operands):
             return True
         return depth > 0 and self.hoist_loop(v, at) is not None
