@@ -68,9 +68,16 @@ def parse(module_text: str) -> llvm.ModuleRef:
     return module
 
 
-def verify(module_text: str) -> None:
-    """Raise ``InvalidIRError`` with LLVM's message unless the text parses and verifies."""
-    parse(module_text)
+def verify(module_text: str, made_by: str | None = None) -> None:
+    """Raise ``InvalidIRError`` with LLVM's message unless the text parses and verifies.
+    `made_by` names our own step that produced the text: its failure is then reported as
+    our bug."""
+    try:
+        parse(module_text)
+    except InvalidIRError as exc:
+        if made_by is None:
+            raise
+        raise InvalidIRError(f"{made_by} produced invalid IR; this is a bug.\n{exc}") from None
 
 
 def canonicalize_module(module: llvm.ModuleRef) -> None:

@@ -94,6 +94,12 @@ def test_invalid_ir_raises_with_llvm_message():
         optimize(bad)
 
 
+def test_invalid_ir_of_our_own_step_is_reported_as_our_bug():
+    with pytest.raises(InvalidIRError, match=r"(?s)jamming @f produced invalid IR; this is a "
+                                             r"bug\..*expected type"):
+        verify("define i32 @f( { ret }", "jamming @f")
+
+
 def test_usable_without_numba():
     code = ("import sys; from ir_passes.canonicalize import canonicalize; "
             f"canonicalize({SUMSQ!r}); assert 'numba' not in sys.modules")
