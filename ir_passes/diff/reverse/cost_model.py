@@ -2,15 +2,15 @@
 report prints it (`--stage tape`): the cheapest applicable way wins, in this order."""
 from __future__ import annotations
 
-from .plan import RECOMPUTE_DEPTH
+from .plan import RECOMPUTE_COST
 from .tape import SLOT
 
 RULES = (
     "direct: constants, arguments, values computed once on every path to the return (free)",
     "iv: induction variables (start + step * counter; start and step defined outside the "
     "loop) (a multiply-add per use)",
-    f"recompute: up to {RECOMPUTE_DEPTH} pure integer/address/float-arithmetic instructions "
-    "or loads of memory the function never writes (or, in one call, does not write after "
+    f"recompute: chains of up to {RECOMPUTE_COST} pure integer/address/comparison or "
+    f"{RECOMPUTE_COST // 2} float-arithmetic instructions (a float one counts twice), or loads of memory the function never writes (or, in one call, does not write after "
     "the load), whose leaves are free or hoisted "
     "(cloned per use; LLVM hoists invariant parts out of the reverse loops); and, in its "
     "own block, a product of two active values, whose adjoint reads them anyway",

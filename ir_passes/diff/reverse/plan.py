@@ -39,7 +39,8 @@ _PURE = {"add", "sub", "mul", "shl", "lshr", "ashr", "and", "or", "xor", "icmp",
          "sitofp", "bitcast", "getelementptr", "freeze", "extractvalue", "insertvalue",
          "fadd", "fsub", "fmul", "fneg", "ptrtoint", "inttoptr"}
 
-RECOMPUTE_DEPTH = 8      # longest chain of pure instructions cloned to rebuild one value
+RECOMPUTE_COST = 18      # longest chain cloned to rebuild one value: an integer, pointer or
+                         # comparison instruction costs 1, any other 2
 
 
 class Access(Enum):
@@ -87,6 +88,7 @@ class ReversePlan:
         self.reloads = reloads
         self.recurrences: dict[Instruction, Any] = {}   # set by the synthesizer (recurrences.py)
         self._reloadable: dict[int, bool] = {}
+        self._recomputable_memo: dict[tuple[int, int, int], bool] = {}
 
     # ------------------------------------------------------------ loops
     def preheader(self, loop: Loop) -> Block:
@@ -222,15 +224,28 @@ class ReversePlan:
         iv = self.ivs.get(v)
         if iv is not None:
             return at in iv.loop.blocks
-        if depth > RECOMPUTE_DEPTH or v.block is None or not dominates(self.idom, v.block, at):
+        key = (id(v), id(at), depth)
+        known = self._recomputable_memo.get(key)
+        if known is None:
+            known = self._recomputable_memo[key] = self._recomputable_instruction(v, at, depth)
+        return known
+
+    def _recomputable_instruction(self, v: Instruction, at: Block, depth: int) -> bool:
+        """`depth`: the cost of the chain above `v` (`RECOMPUTE_COST`; integers are cheap
+        and Numba's indexing alone, wraparound and strides from a loaded index to a row
+        pointer, is ~10 deep)."""
+        root = depth == 0
+        depth += 1 if v.type.is_int or v.type.is_pointer else 2
+        if depth > RECOMPUTE_COST or v.block is None \
+                or not dominates(self.idom, v.block, at):
             return False
         # integer min/max/abs too: Numba clamps range() bounds with smax, so a loop's trip
         # count is recomputed from them instead of taped per run
         pure = (v.opcode == "load" and self.reloadable(v)) or v.opcode in _PURE \
             or (v.callee_name or "").startswith(PURE_INTEGER_INTRINSICS)
-        if pure and all(self._recomputable(op, at, depth + 1) for op in v.operands):
+        if pure and all(self._recomputable(op, at, depth) for op in v.operands):
             return True
-        return depth > 0 and self.hoist_loop(v, at) is not None
+        return not root and self.hoist_loop(v, at) is not None
 
     def read_only(self, ptr: Value) -> bool:
         """Memory the function never writes (distinct arrays are assumed not to overlap)."""
@@ -286,4 +301,4 @@ def _known_base(base: Value) -> bool:
         base.opcode == "alloca" or is_local_allocation(base)))
 
 
-__all__ = ["Access", "InductionVariable", "RECOMPUTE_DEPTH", "ReversePlan", "written_bases"]
+__all__ = ["Access", "InductionVariable", "RECOMPUTE_COST", "ReversePlan", "written_bases"]
