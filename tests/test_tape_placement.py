@@ -191,6 +191,18 @@ def gathered_rows(cams, X, obs):
     return total
 
 
+def gated_cells(w, x):
+    """LSTM-shaped: each division gets Numba's zero-division branch, splitting one step into
+    several blocks, and a and g are read by the reverses of more than one of them."""
+    total = 0.0
+    for i in range(x.shape[0]):
+        a = x[i] * w[0] + w[1]
+        g = 1.0 / (1.0 + math.exp(-a))
+        h = math.tanh(a) / (1.5 + g * a)
+        total += a * g + h * a * g
+    return total
+
+
 KERNELS = {
     "heat_swap": Kernel(
         "heat_swap", heat_swap,
@@ -238,6 +250,10 @@ KERNELS = {
         lambda rng: (rng.standard_normal((3, 3)), rng.standard_normal((4, 2)),
                      np.array([[0, 1], [2, 3], [-2, 0], [1, -1], [0, 2]])),
         tags=frozenset({"loop", "array2d", "math", "branch"})),
+    "gated_cells": Kernel(
+        "gated_cells", gated_cells,
+        lambda rng: (0.5 * rng.standard_normal(2), rng.standard_normal(6)),
+        tags=frozenset({"loop", "math"})),
     "row_weights": Kernel(
         "row_weights", row_weights,
         lambda rng: (rng.standard_normal((3, 4)), 0.5 * rng.standard_normal(3)),
@@ -247,6 +263,7 @@ KERNELS = {
 TYPES = {"heat_swap": ("dup,dup,const,const", "float64[:, ::1], float64[:, ::1], float64, int64"),
          "packed_triangle": ("dup,const,dup", "float64[::1], float64[:, ::1], float64[::1]"),
          "row_weights": ("dup,dup", "float64[:, ::1], float64[::1]"),
+         "gated_cells": ("dup,dup", "float64[::1], float64[::1]"),
          "gathered_rows": ("dup,dup,const", "float64[:, ::1], float64[:, ::1], int64[:, ::1]"),
          "temporaries_triangle": ("dup,dup,const",
                                   "float64[::1], float64[::1], float64[:, ::1]"),
@@ -372,6 +389,14 @@ def test_gathered_rows_are_reloaded_through_their_indices():
                for line in ins.text("canonical").splitlines() if " = " in line}
     [kept] = ins.tape.taped
     assert not defined[kept.value].startswith("load"), kept
+
+
+def test_values_several_blocks_of_an_iteration_need_are_taped_once():
+    """The blocks between the divisions' checks would each tape g = 1 / (1 + exp(-a)) for
+    their own reverses; the loop's latch tapes it once and its reverse keeps it in a slot."""
+    report = inspection_of("gated_cells").tape
+    names = [e.value for e in report.taped if e.type == "double"]
+    assert len(names) == len(set(names)) == 6, names
 
 
 def test_stencil_row_trip_count_recomputed():

@@ -45,8 +45,9 @@ class Availability:
         if kind in (Retention.TAPE, Retention.HOIST) and isinstance(v, Instruction) \
                 and st.plan.executes_once(v.block):  # type: ignore[arg-type]
             kind = Retention.SPILL
+        carrier = st.plan.carrier(v, ctx.block) if kind is Retention.TAPE else None
         if kind is not Retention.HOIST:
-            st.observe(Retained(kind, Need.VALUE, ctx.block, v))
+            st.observe(Retained(kind, Need.VALUE, ctx.block, v, carrier=carrier))
         if kind is Retention.IV and v in st.plan.pointer_ivs:
             out = self._pointer_iv(ctx, v, self.value(ctx, st.plan.pointer_ivs[v].start))
         elif kind is Retention.IV:
@@ -71,8 +72,27 @@ class Availability:
         else:
             out = pop_placeholder(v.type, (v.name or "") + ".tape")
             ctx.frame.append((st.map(v), out))
+            if carrier is not None:
+                st.carriable.setdefault((v, carrier), []).append((ctx.block, out))
         ctx.memo[key] = out
         return out
+
+    def share_carried(self) -> None:
+        """A value several blocks of one loop iteration tape for their reverses is taped
+        once, by the loop's latch (`ReversePlan.carrier`), whose reverse stores it into a
+        stack slot the others read."""
+        st = self.st
+        for (v, carrier), readers in st.carriable.items():
+            if len(readers) < 2:
+                continue
+            slot = st.alloca(v.type, (v.name or "") + ".carried")
+            taped = pop_placeholder(v.type, (v.name or "") + ".tape")
+            for block, load in readers:
+                st.frames[block] = [e for e in st.frames[block] if e[1] is not load]
+                load.operands = [slot]
+                st.slot_loads.setdefault(block, []).append(load)
+            st.frames.setdefault(carrier, []).append((st.map(v), taped))
+            st.hoist_stores.setdefault(carrier, []).append((taped, slot))
 
     def _since_last_update(self, ctx: BlockContext, update: LastUpdate) -> Value:
         """The condition of a running max/min select, rebuilt from the iteration of the

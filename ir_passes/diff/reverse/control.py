@@ -87,14 +87,18 @@ class ReverseControl:
         block is done: loops add values they are invariant in to their exits' frames) and
         store the hoisted values into the slots their loop's reverse reads."""
         st = self.st
-        for block, frame in st.frames.items():
-            if not frame or block not in st.rev:
+        for block in list(st.frames) + [b for b in st.slot_loads if b not in st.frames]:
+            frame = st.frames.get(block)
+            if block not in st.rev or not (frame or st.slot_loads.get(block)):
                 continue
             head = Builder()
             head.position_after_phis(st.rev[block])   # a reverse block has none: its start
-            st.tape.pop(head, [load for _, load in frame])
+            if frame:
+                st.tape.pop(head, [load for _, load in frame])
             for load, slot in st.hoist_stores.get(block, []):
                 head.store(load, slot)
+            for load in st.slot_loads.get(block, []):
+                head.insert(load)
 
     def _leave(self, ctx: BlockContext, phi_adjoints: PhiAdjoints) -> None:
         """Continue with the reverse of the predecessor this block was entered from."""

@@ -60,6 +60,7 @@ def synthesize_reverse(module: Module, spec: DiffSpec,
     for block in st.order:
         if block in st.rev:
             control.block(block)
+    avail.share_carried()
     st.tape.fit([[v.type for v, _ in frame] for frame in st.frames.values()])
     control.pop_frames()
     control.finish()

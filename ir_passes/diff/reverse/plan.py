@@ -32,6 +32,7 @@ from ...ir.values import (Argument, Block, ConstInt, Constant, Function, GlobalR
                           Value, const_int)
 from ...known.memory import PURE_INTEGER_INTRINSICS, pointer_base, pointer_bases
 from ...known.model import is_local_allocation, written_arguments
+from ..returns import is_exceptional_return
 from .kept import written_after
 
 _PURE = {"add", "sub", "mul", "shl", "lshr", "ashr", "and", "or", "xor", "icmp", "fcmp",
@@ -205,6 +206,27 @@ class ReversePlan:
             return None
         return loop
 
+    def carrier(self, v: Value, at: Block) -> Block | None:
+        """The latch of `at`'s loop when `v`, needed by the reverse of `at`, can be taped
+        there instead, once per iteration for all blocks of the loop that need it: `v` is
+        defined in the same loop, `at` runs in every iteration that reaches the latch, and
+        the loop is left only from its latch or from its header when `at` is not the header
+        (or by raising, after which no reverse runs). The latch's reverse, which comes first in
+        each reverse iteration, keeps it in a stack slot for the others. None otherwise."""
+        loop = self.loop_of.get(at)
+        if loop is None or not isinstance(v, Instruction) or self.loop_of.get(v.block) \
+                is not loop:                                   # type: ignore[arg-type]
+            return None
+        latch = self.latch(loop)
+        if not dominates(self.idom, at, latch):
+            return None
+        for block in loop.blocks:
+            leaves = block in self.returns or any(
+                s not in loop.blocks and not _raises(s) for s in block.successors())
+            if leaves and block is not latch and (block is not loop.header or at is block):
+                return None
+        return latch
+
     def exits(self, loop: Loop) -> list[Block]:
         """Blocks outside `loop` entered from it, in a fixed order."""
         out: dict[Block, None] = {}
@@ -293,6 +315,27 @@ def written_bases(fn: Function) -> set[Value] | None:
                 return None
             bases.add(base)
     return bases
+
+
+def _raises(block: Block) -> bool:
+    """`block` returns an exception status: a `ret` of a nonzero constant, or Numba's
+    `store excinfo; br common.ret` whose status phi takes a nonzero constant from it."""
+    term = block.terminator
+    if term is None:
+        return False
+    if term.opcode == "ret":
+        return is_exceptional_return(term)
+    succs = block.successors()
+    if term.opcode != "br" or len(succs) != 1:
+        return False
+    ret = succs[0].terminator
+    status = ret.operands[0] if ret is not None and ret.opcode == "ret" and ret.operands \
+        else None
+    if not (isinstance(status, Instruction) and status.opcode == "phi"
+            and status.block is succs[0] and block in status.incoming):
+        return False
+    code = status.operands[status.incoming.index(block)]
+    return isinstance(code, Constant) and code.text != "0"
 
 
 def _known_base(base: Value) -> bool:

@@ -39,12 +39,15 @@ class Need(Enum):
 @dataclass(frozen=True)
 class Retained:
     """How the reverse of `block` obtains `value` (`what` of it), reported to observers.
-    `invariant_in`: for a value taped at the exit `block` of a loop it is invariant in."""
+    `invariant_in`: for a value taped at the exit `block` of a loop it is invariant in.
+    `carrier`: the block that tapes it instead when other blocks of the same loop iteration
+    need it too (`ReversePlan.carrier`)."""
     kind: Retention
     what: Need
     block: Block
     value: Value
     invariant_in: Loop | None = None
+    carrier: Block | None = None
 
 
 __all__ = ["Need", "Retained", "Retention"]

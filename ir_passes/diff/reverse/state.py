@@ -52,6 +52,9 @@ class ReverseState:
         self.spills: dict[Value, Instruction] = {}     # forward value or shadow -> slot
         self.hoisted: dict[tuple[object, Value, Loop], Instruction] = {}   # -> stack slot
         self.hoist_stores: dict[Block, list[tuple[Instruction, Instruction]]] = {}
+        # values a loop's latch may tape for several of its blocks, and their reads
+        self.carriable: dict[tuple[Value, Block], list[tuple[Block, Instruction]]] = {}
+        self.slot_loads: dict[Block, list[Instruction]] = {}
         self.phis: list[tuple[Instruction, Instruction]] = []   # primal phi -> forward phi
         self.pending_counters: list[tuple[Loop, Instruction]] = []   # forward counter phis
         self.returns: list[tuple[Block, Value]] = []   # normal returns and their status

@@ -57,10 +57,20 @@ from .tape_sizes import Expr
 from .tape_trips import TripCounts, size_symbols
 
 __all__ = ["Expr", "LoopTrips", "TapeEntry", "TapeReport", "print_tape", "resolve_sizes",
-           "tape_report", "taped_bytes"]
+           "shared_carriers", "tape_report", "taped_bytes"]
 
 
 # ---------------------------------------------------------------- the report
+
+def shared_carriers(events: list[Retained]) -> set[tuple]:
+    """(id(value), carrier) of the values the synthesizer tapes once by their loop's latch:
+    those that several blocks would tape (`Availability.share_carried`)."""
+    readers: dict[tuple, set[int]] = {}
+    for ev in events:
+        if ev.carrier is not None and ev.kind is Retention.TAPE:
+            readers.setdefault((id(ev.value), ev.carrier), set()).add(id(ev.block))
+    return {key for key, blocks in readers.items() if len(blocks) > 1}
+
 
 def tape_report(module: Module, spec: DiffSpec) -> TapeReport:
     """The tape report of reverse-mode differentiating `spec.primal` (module unchanged)."""
@@ -99,6 +109,8 @@ class _Report:
         seen: set[Retained] = set()
         block: Block | None = None
         served: list[Retained] = []       # this block's recompute / iv / choice events so far
+        shared = shared_carriers(events)
+        carried: dict[tuple, int] = {}    # (id(value), carrier) -> its row
         for ev in events:
             if ev in seen:                # memoized per reverse block: one slot per execution
                 continue
@@ -115,6 +127,15 @@ class _Report:
                 continue
             if ev.kind is Retention.SPILL:
                 spills[(ev.what, id(ev.value))] = len(rows)
+            key = (id(ev.value), ev.carrier)
+            if key in shared:             # taped once by the latch for several blocks
+                at = carried.get(key)
+                if at is not None:
+                    reasons = dict.fromkeys(rows[at].reason.split(" / ") + reason.split(" / "))
+                    rows[at] = replace(rows[at], reason=" / ".join(reasons))
+                    continue
+                carried[key] = len(rows)
+                ev = replace(ev, block=ev.carrier)
             rows.append(self._entry(ev, reason))
         order = {id(b): i for i, b in enumerate(reverse_post_order(self.fn))}
         loops = tuple(self._loop_trips(l)       # a loop before the loops nested in it

@@ -8,8 +8,8 @@ import pytest
 from ir_passes.diff.reverse.driver import synthesize_reverse
 from ir_passes.diff.reverse.retained import Need, Retained, Retention
 from ir_passes.diff.reverse.tape_entries import REBUILT
-from ir_passes.diff.reverse.tape_report import (Expr, TapeReport, print_tape, tape_report,
-                                                taped_bytes)
+from ir_passes.diff.reverse.tape_report import (Expr, TapeReport, print_tape, shared_carriers,
+                                                tape_report, taped_bytes)
 from ir_passes.diff.spec import Activity, DiffSpec, ParamSpec
 from ir_passes.ir.parser import parse_module
 from ir_passes.ir.printer import print_module
@@ -72,7 +72,9 @@ def observed_counts(module_text: str, spec: DiffSpec) -> dict[str, int]:
     (block, deciding condition)."""
     events: list[Retained] = []
     synthesize_reverse(parse_module(module_text), spec, observe=events.append)
-    keys = {"tape": {(e.what, e.block, e.value) for e in events if e.kind is Retention.TAPE},
+    shared = shared_carriers(events)      # taped once by the loop's latch for its blocks
+    keys = {"tape": {(e.what, e.carrier if (id(e.value), e.carrier) in shared else e.block,
+                      e.value) for e in events if e.kind is Retention.TAPE},
             "spill": {(e.what, e.value) for e in events if e.kind is Retention.SPILL},
             "recompute": {(e.block, e.value) for e in events
                           if e.kind in REBUILT
