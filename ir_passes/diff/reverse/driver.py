@@ -30,6 +30,7 @@ from typing import Callable
 
 from ...ir.builder import Builder
 from ...ir.values import Function, Module
+from ...subtracted_reductions import negate_subtracted_adjoints
 from ..spec import DiffSpec
 from .adjoints import Adjoints
 from .augmented import AugmentedForward
@@ -74,6 +75,7 @@ def synthesize_reverse(module: Module, spec: DiffSpec,
             forward.push_owned(block)
     reserve_tapes(st, presized)
     Builder(st.entry).br(first)
+    negate_subtracted_adjoints(st.fn)
     if spec.split is not None:
         split = spec.split
         forward, reverse = split_reverse(module, st, (split.forward, split.reverse),
