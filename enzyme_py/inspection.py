@@ -107,9 +107,9 @@ class Inspection:
     def __init__(self, target: Target, sizes: Mapping[str, int],
                  vector_math: bool = True) -> None:
         self.target = target
-        self.spec = target.spec
         self.sizes = dict(sizes)
         self.stages = Stages(target, vector_math)
+        self.spec = self.stages.spec        # with the vector math it is linked with
 
     def text(self, stage: str = "derivative") -> str:
         """The header and text of `stage` ("all": every stage in order)."""

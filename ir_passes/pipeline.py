@@ -24,7 +24,7 @@ Stages (`STAGES`; API.md's names are aliases: "primal" is "raw", "preprocessed" 
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping
 
 from .aggregate_merges import split_aggregate_merges
@@ -43,7 +43,7 @@ from .ir.parser import parse_module
 from .ir.printer import print_function, print_module
 from .ir.values import Function, Module
 from .source_lines import source_summary
-from .vector_math import annotate
+from .vector_math import annotate, libmvec_variants
 
 __all__ = ["ALIASES", "STAGES", "StageError", "Stages", "Target", "derivative_symbol",
            "stage_name"]
@@ -88,7 +88,8 @@ class Stages:
 
     def __init__(self, target: Target, vector_math: bool = False) -> None:
         self.target = target
-        self.spec = target.spec
+        self.spec = replace(target.spec, vector_math=frozenset(libmvec_variants())) \
+            if vector_math else target.spec
         self.vector_math = vector_math
 
     def text(self, stage: str, sizes: Mapping[str, int] | None = None) -> str:

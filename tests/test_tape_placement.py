@@ -15,6 +15,7 @@ import pytest
 from enzyme_py import derive_diff
 from ir_passes.diff.reverse.retained import Need, Retention
 from ir_passes.diff.reverse.tape_report import taped_bytes
+from ir_passes.vector_math import libmvec_variants
 
 from tests.unit.enzyme_py.cli.test_tape_report import observed_counts, report_counts
 from tests.support.gradcheck import check_all
@@ -342,12 +343,22 @@ def test_reads_of_a_filled_temporary_are_rebuilt_from_its_fill():
 
 
 def test_a_product_of_taped_values_is_recomputed():
-    """The reverse reads t for the adjoint of t * t anyway: t * t costs a multiply, not a
-    second slot per element."""
-    report = inspection_of("sin_squared").tape
+    """Without vector math t = sin(x[i]) is taped; the reverse reads t for the adjoint of
+    t * t anyway: t * t costs a multiply, not a second slot per element."""
+    report = inspected(sin_squared, *TYPES["sin_squared"], vector_math=False).tape
     [taped] = report.taped
     [product] = [e for e in report.recomputed if e.reason.startswith("operand 1 of fmul")]
     assert taped.reason == f"operand of recomputed {product.value}"
+
+
+@pytest.mark.skipif(not libmvec_variants(), reason="no libmvec on this host")
+def test_streamed_math_is_recomputed_with_vector_math():
+    """With vector math sin(x[i]) is recomputed in the reverse loop (vectorised, libmvec):
+    nothing is taped. In row_weights sin(A[i, j]) is recomputed too (it varies with both
+    loops); exp(w[i]), computed outside the inner loop, is what stays taped, per row."""
+    assert not inspection_of("sin_squared").tape.taped
+    taped = inspection_of("row_weights").tape.taped
+    assert len({e.value for e in taped}) == 1 and "llvm.exp" in taped[0].reason
 
 
 @pytest.mark.parametrize("name", ["heat_swap", "temporaries_triangle", "matmul_loss"])

@@ -112,6 +112,8 @@ class DiffSpec:
     split: SplitSpec | None = None   # reverse mode: cut into forward and reverse halves
     noalias_arrays: bool = False     # every call guarantees that an array argument (primal or
                                      # shadow) written overlaps no other array argument
+    vector_math: frozenset[str] = frozenset()   # scalar math callees the linked derivative
+                                     # calls libmvec for in vectorised loops (`vector_math`)
 
     def param_of_arg(self, index: int) -> ParamSpec | None:
         for p in self.params:

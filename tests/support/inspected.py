@@ -8,5 +8,5 @@ from enzyme_py.inspection import inspection
 
 
 @functools.cache
-def inspected(fn, activities: str, types: str):
-    return inspection(fn, activities, types=types)
+def inspected(fn, activities: str, types: str, vector_math: bool = True):
+    return inspection(fn, activities, types=types, vector_math=vector_math)

@@ -12,8 +12,10 @@ RULES = (
     f"recompute: chains of up to {RECOMPUTE_COST} pure integer/address/comparison or "
     f"{RECOMPUTE_COST // 2} float-arithmetic instructions (a float one counts twice), or loads of memory the function never writes (or, in one call, does not write after "
     "the load), whose leaves are free or hoisted "
-    "(cloned per use; LLVM hoists invariant parts out of the reverse loops); and, in its "
-    "own block, a product of two active values, whose adjoint reads them anyway",
+    "(cloned per use; LLVM hoists invariant parts out of the reverse loops); in its own "
+    "block, a product of two active values, whose adjoint reads them anyway; and, with "
+    "vector math, a libmvec-vectorised math call in a one-block loop varying with every "
+    "loop around it (a vector call per use against 8 bytes per element to memory and back)",
     "spill: values computed at most once per call (one stack slot per call)",
     f"hoist: values invariant in the loops around the use ({SLOT} bytes per run of the "
     "outermost such loop, taped at its exits, read from a stack slot by its reverse)",

@@ -63,14 +63,18 @@ class InductionVariable:
 
 class ReversePlan:
     def __init__(self, fn: Function, returns: list[Block], reloads: bool = False,
-                 products: frozenset[Instruction] = frozenset()) -> None:
+                 products: frozenset[Instruction] = frozenset(),
+                 vector_math: frozenset[str] = frozenset()) -> None:
         """`reloads`: the reverse runs in the same call as the forward pass (not in split
         halves, between which the caller may write the memory), so a load whose memory nothing
         writes after it can be repeated by the reverse. `products`: active `fmul`s of two
         active operands, which their own adjoint reads in the reverse of their block: there
-        the product is recomputed from them rather than taped beside them."""
+        the product is recomputed from them rather than taped beside them. `vector_math`:
+        math callees the linked derivative calls libmvec for where a loop vectorises (see
+        `streamed_math`)."""
         self.fn = fn
         self.products = products
+        self.vector_math = vector_math
         self.idom = dominators(fn)
         self.loops = find_loops(fn)
         self.loop_of: dict[Block, Loop] = {}
@@ -264,10 +268,39 @@ class ReversePlan:
         # integer min/max/abs too: Numba clamps range() bounds with smax, so a loop's trip
         # count is recomputed from them instead of taped per run
         pure = (v.opcode == "load" and self.reloadable(v)) or v.opcode in _PURE \
-            or (v.callee_name or "").startswith(PURE_INTEGER_INTRINSICS)
+            or (v.callee_name or "").startswith(PURE_INTEGER_INTRINSICS) \
+            or self.streamed_math(v, at)
         if pure and all(self._recomputable(op, at, depth) for op in v.operands):
             return True
         return not root and self.hoist_loop(v, at) is not None
+
+    def streamed_math(self, call: Instruction, at: Block) -> bool:
+        """A call to a math function libmvec vectorises, in a one-block loop (which LLVM
+        vectorises, the reverse's copy too) and varying with every loop around it (not a
+        value an outer loop repeats): one vector-math call per use in the reverse instead of
+        8 bytes per element written to memory and read back. Its operands must be
+        recomputable too."""
+        if call.callee_name not in self.vector_math or call.block is None:
+            return False
+        loops = self.loops_containing(call.block)
+        if not loops or len(loops[-1].blocks) != 1 or self.hoist_loop(call, at) is not None:
+            return False
+        return {id(l) for l in loops} <= self._counted_by(call, RECOMPUTE_COST)
+
+    def _counted_by(self, v: Value, budget: int, seen: set[int] | None = None) -> set[int]:
+        """ids of the loops whose induction variables `v`'s operand tree reads (within
+        `budget` levels)."""
+        seen = set() if seen is None else seen
+        if not isinstance(v, Instruction) or budget < 0 or id(v) in seen:
+            return set()
+        seen.add(id(v))
+        iv = self.ivs.get(v) or self.pointer_ivs.get(v)
+        if iv is not None:
+            return {id(iv.loop)}
+        out: set[int] = set()
+        for op in v.operands:
+            out |= self._counted_by(op, budget - 1, seen)
+        return out
 
     def read_only(self, ptr: Value) -> bool:
         """Memory the function never writes (distinct arrays are assumed not to overlap)."""

@@ -82,7 +82,8 @@ class ReverseState:
                           if (t := blk.terminator) is not None and t.opcode == "ret"
                           and not is_exceptional_return(t)]
         self.plan = ReversePlan(self.primal, normal_returns, reloads=spec.split is None,
-                                products=_active_products(self.primal, self.info))
+                                products=_active_products(self.primal, self.info),
+                                vector_math=spec.vector_math)
         self.last_updates = find_last_updates(self.plan, self.primal)   # running max/min
         self.entry = self.fn.add_block("entry")
         self.tape = Tape(module, self.fn, self.entry, parked=spec.split is None)

@@ -6,6 +6,7 @@ spelling them (Numba's value names change between compilations).
 from __future__ import annotations
 
 import os
+import re
 
 import llvmlite.binding as llvm
 import pytest
@@ -17,6 +18,7 @@ from enzyme_py.inspection import (STAGES, InspectionError, inspect, inspection, 
 from enzyme_py import cfg_files
 from ir_passes import pipeline
 from ir_passes.diff.reverse.tape_report import taped_bytes
+from ir_passes.vector_math import libmvec_variants
 
 from . import samples
 from tests.support.filecheck import check
@@ -31,7 +33,8 @@ pytestmark = pytest.mark.xdist_group(name="cli-inspection")
 
 @pytest.fixture(scope="module")
 def sin_sum():
-    return inspection(samples.sin_sum, "dup,const", "reverse", **SIN_SUM)
+    """Without vector math, so that the sine is taped (see `test_tape_with_vector_math`)."""
+    return inspection(samples.sin_sum, "dup,const", "reverse", vector_math=False, **SIN_SUM)
 
 
 HEADER = """
@@ -167,6 +170,20 @@ def test_tape(sin_sum):
         ; CHECK: ; total tape per call: 8 * n = 8000 bytes
         ; CHECK-NOT: warning
     """)
+
+
+@pytest.mark.skipif(not libmvec_variants(), reason="no libmvec on this host")
+def test_tape_with_vector_math():
+    """With vector math (the default) the reverse loop recomputes the sine, which LLVM
+    vectorises with libmvec, rather than reading it back from 8 bytes per element."""
+    ins = inspection(samples.sin_sum, "dup,const", "reverse", **SIN_SUM)
+    check(ins.text("tape"), """
+        ; CHECK: ; taped (0 value(s)
+        ; CHECK: ; recomputed in the reverse pass instead of taped (5):
+        ; CHECK: ;   [[SIN:%[^ ]+]] double recompute {{B[0-9]+}} operand 1 of fmul {{.*}} samples.py:12
+        ; CHECK: ; total tape per call: 0 bytes
+    """)
+    assert re.search(r"call <\d+ x double> @_ZGV\w+_sin", ins.text("optimized"))
 
 
 def test_all_stages_in_order(sin_sum):
