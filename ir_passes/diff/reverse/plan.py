@@ -16,6 +16,9 @@ For every primal value the reverse pass needs, one of four answers (`ReversePlan
 - "hoist": invariant in the loops around the use that do not contain its definition (a
   shadow base pointer, a pointer phi of an outer loop, a row offset): taped once per run of
   the outermost such loop, at its exits, and read from a stack slot by that loop's reverse;
+- "table": invariant in the outermost loop around it, varying with inner loops whose trip
+  counts are known when it starts: stored per iteration into a table with a slot per inner
+  iteration, read back at the same slot (`tables.py`);
 - "tape": everything else (loop-carried floats, results of math calls, loads from memory
   that is written) is pushed on the tape by the forward pass.
 """
@@ -51,6 +54,7 @@ class Access(Enum):
     RECOMPUTE = "recompute"
     HOIST = "hoist"
     RECURRENCE = "recurrence"
+    TABLE = "table"
     TAPE = "tape"
 
 
@@ -94,6 +98,7 @@ class ReversePlan:
         self.recurrences: dict[Instruction, Any] = {}   # set by the synthesizer (recurrences.py)
         self._reloadable: dict[int, bool] = {}
         self._recomputable_memo: dict[tuple[int, int, int], bool] = {}
+        self._tables: dict[tuple[int, int], Any] = {}
 
     # ------------------------------------------------------------ loops
     def preheader(self, loop: Loop) -> Block:
@@ -194,7 +199,17 @@ class ReversePlan:
             return Access.RECURRENCE
         if self.hoist_loop(v, at) is not None:
             return Access.HOIST
+        if self.table_nest(v, at) is not None:
+            return Access.TABLE
         return Access.TAPE
+
+    def table_nest(self, v: Value, at: Block):
+        """The loop nest `v` can be kept in a table for (`tables.TableNest`), or None."""
+        from .tables import table_nest
+        key = (id(v), id(at))
+        if key not in self._tables:
+            self._tables[key] = table_nest(self, v, at)
+        return self._tables[key]
 
     def hoist_loop(self, v: Value, at: Block) -> Loop | None:
         """The outermost loop around `at` that does not contain `v`'s definition, when `v`
