@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import math
 
+import numba
 import numpy as np
 import pytest
+
+from enzyme_py import derive_diff
 
 from ir_passes.diff.reverse.retained import Retention
 from ir_passes.diff.reverse.tape_report import taped_bytes
@@ -159,3 +162,44 @@ def test_the_report_prints_the_table():
     assert "table: values invariant in the outermost loop" in text
     assert "8 * icf.shape[0] * x.shape[1] = 120" in text
     assert "; tables per call: 8 * icf.shape[0] * x.shape[1] = 120 bytes" in text
+
+
+def picked_exp(icf, x, i0):
+    """repeated_exp, then an index that may be out of bounds (raises after the nest ran)."""
+    n, d = x.shape
+    total = 0.0
+    for i in range(n):
+        for k in range(icf.shape[0]):
+            for j in range(d):
+                total += math.exp(icf[k, j]) * x[i, j]
+    return total * x[i0, 0]
+
+
+def test_the_table_is_freed_on_every_return():
+    """~0.8 MB of table per call: 200 calls (half of them raising IndexError after the nest
+    filled it) must not grow the C heap by that much each; gradients unchanged after."""
+    from tests.test_exceptions import _c_heap_bytes
+    heap = _c_heap_bytes()
+    if heap is None:
+        pytest.skip("needs glibc's mallinfo2")
+    f = numba.njit(boundscheck=True)(picked_exp)
+    df = derive_diff(f, None, ["dup", "const", "const"])
+    rng = np.random.default_rng(0)
+    icf, x = 0.1 * rng.standard_normal((100, 1000)), rng.standard_normal((3, 1000))
+    first = np.zeros_like(icf)
+    df(icf, first, x, 1)
+    assert "; tables per call:" in df.enzyme.inspect("tape")
+    with pytest.raises(IndexError):
+        df(icf, np.zeros_like(icf), x, 5)
+    before = heap()
+    for _ in range(100):
+        df(icf, np.zeros_like(icf), x, 1)
+        with pytest.raises(IndexError):
+            df(icf, np.zeros_like(icf), x, 5)
+    grown = heap() - before
+    assert grown < 8 << 20, f"C heap grew by {grown} bytes over 200 derivative calls"
+    again = np.zeros_like(icf)
+    df(icf, again, x, 1)
+    np.testing.assert_array_equal(again, first)
+    expected = np.exp(icf) * x.sum(axis=0) * x[1, 0]
+    np.testing.assert_allclose(first, expected, rtol=1e-10)
