@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...analysis.cfg import Loop, dominates, dominators, find_loops, reverse_post_order
 from ...errors import UnsupportedError
@@ -37,6 +37,9 @@ from ...known.memory import PURE_INTEGER_INTRINSICS, pointer_base, pointer_bases
 from ...known.model import is_local_allocation, written_arguments
 from ..returns import is_exceptional_return
 from .kept import written_after
+
+if TYPE_CHECKING:
+    from .tables import TableNest
 
 _PURE = {"add", "sub", "mul", "shl", "lshr", "ashr", "and", "or", "xor", "icmp", "fcmp",
          "select", "trunc", "zext", "sext", "fptrunc", "fpext", "fptoui", "fptosi", "uitofp",
@@ -98,7 +101,7 @@ class ReversePlan:
         self.recurrences: dict[Instruction, Any] = {}   # set by the synthesizer (recurrences.py)
         self._reloadable: dict[int, bool] = {}
         self._recomputable_memo: dict[tuple[int, int, int], bool] = {}
-        self._tables: dict[tuple[int, int], Any] = {}
+        self._tables: dict[tuple[int, int], TableNest | None] = {}
 
     # ------------------------------------------------------------ loops
     def preheader(self, loop: Loop) -> Block:
@@ -204,7 +207,7 @@ class ReversePlan:
             return Access.TABLE
         return Access.TAPE
 
-    def table_nest(self, v: Value, at: Block):
+    def table_nest(self, v: Value, at: Block) -> TableNest | None:
         """The loop nest `v` can be kept in a table for (`tables.TableNest`), or None."""
         from .tables import table_nest
         key = (id(v), id(at))

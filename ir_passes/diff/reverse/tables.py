@@ -1,4 +1,5 @@
-"""Values taped per run of a loop nest into a table indexed by the inner loops' counters.
+"""Values kept in a table indexed by the inner loops' counters instead of taped per iteration
+of the outer loop they do not vary with.
 
 A value whose block lies in loops L1 > L2 > ... > Lm and that does not vary with the
 outermost one, L1 (its operand tree: pure instructions and float intrinsics, loads of memory
@@ -19,13 +20,18 @@ an upper bound of what the loop runs, not of what the table would need).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
 
 from ...analysis.cfg import Loop, dominates
 from ...ir.builder import Builder, declare
 from ...ir.types import I64, PTR, VOID, size_of
-from ...ir.values import Argument, Constant, GlobalRef, Instruction, Value, const_int
+from ...ir.values import Argument, Block, Constant, GlobalRef, Instruction, Value, const_int
 from ...known.memory import PURE_FLOAT_INTRINSICS, PURE_INTEGER_INTRINSICS
+from .plan import ReversePlan, _raises
 from .trips import TripCount, emit_trip_count, entry_trip_count
+
+if TYPE_CHECKING:
+    from .state import ReverseState
 
 _PURE_MATH = PURE_FLOAT_INTRINSICS + tuple(
     f"llvm.{f}." for f in ("exp", "exp2", "log", "log2", "log10", "sin", "cos", "pow"))
@@ -45,7 +51,7 @@ class TableNest:
     trips: tuple[TripCount, ...]
 
 
-def table_nest(plan, v: Value, at) -> TableNest | None:   # plan: ReversePlan
+def table_nest(plan: ReversePlan, v: Value, at: Block) -> TableNest | None:
     """Where `v`, needed by the reverse of block `at`, can be kept in a table (see the module
     docstring); None otherwise."""
     if not plan.reloads or plan.written is None or not isinstance(v, Instruction) \
@@ -69,15 +75,14 @@ def table_nest(plan, v: Value, at) -> TableNest | None:   # plan: ReversePlan
     return TableNest(outer, inner, tuple(trips))
 
 
-def _left_by_latch(plan, loop: Loop) -> bool:
+def _left_by_latch(plan: ReversePlan, loop: Loop) -> bool:
     """`loop` is left only from its latch (or by raising, after which no reverse runs)."""
-    from .plan import _raises
     latch = plan.latch(loop)
     return all(b is latch or all(s in loop.blocks or _raises(s) for s in b.successors())
                for b in loop.blocks) and not any(r in loop.blocks for r in plan.returns)
 
 
-def _invariant(plan, v: Value, outer: Loop, inner: set[int], memo: dict[int, bool],
+def _invariant(plan: ReversePlan, v: Value, outer: Loop, inner: set[int], memo: dict[int, bool],
                depth: int) -> bool:
     """`v` is the same in every iteration of `outer` at the same counters of `inner`."""
     if isinstance(v, (Constant, Argument, GlobalRef)) or plan.defined_outside(v, outer):
@@ -109,12 +114,13 @@ class Tables:
     """The tables of one derivative: allocated in the forward preheader of their outer loop,
     filled after each forward definition, read by the reverse, freed at every return."""
 
-    def __init__(self, st) -> None:                     # st: ReverseState
+    def __init__(self, st: ReverseState) -> None:
         self.st = st
         self.slots: dict[int, tuple[Instruction, list[Instruction]]] = {}  # id(v) -> table, strides
         self.releases: list[Instruction] = []   # the tape's releases: free the tables there
 
-    def read(self, b, v: Instruction, nest: TableNest, counter) -> Value:
+    def read(self, b: Builder, v: Instruction, nest: TableNest,
+             counter: Callable[[Loop], Value]) -> Value:
         """`v` in the reverse at builder `b` (`counter(loop)`: the reverse counter there)."""
         table, strides = self._table(v, nest)
         ptr = b.gep(v.type, b.load(PTR, table), [self._index(
@@ -159,7 +165,7 @@ class Tables:
         return table, strides
 
     @staticmethod
-    def _index(b, counters: list[Value], strides: list[Value]) -> Value:
+    def _index(b: Builder, counters: list[Value], strides: list[Value]) -> Value:
         index: Value = const_int(I64, 0)
         for c, s in zip(counters, strides):
             index = b.add(index, b.mul(c, s))
