@@ -24,10 +24,12 @@ from typing import TYPE_CHECKING, Callable
 
 from ...analysis.cfg import Loop, dominates
 from ...ir.builder import Builder, declare
-from ...ir.types import I64, PTR, VOID, size_of
-from ...ir.values import Argument, Block, Constant, GlobalRef, Instruction, Value, const_int
+from ...ir.types import I64, PTR, VOID, FunctionType, size_of
+from ...ir.values import (Argument, Block, Constant, Function, GlobalRef, Instruction, Module,
+                          Value, const_int)
 from ...known.memory import PURE_FLOAT_INTRINSICS, PURE_INTEGER_INTRINSICS
 from .plan import ReversePlan, _raises
+from .tape import TAPE_PREFIX
 from .trips import TripCount, emit_trip_count, entry_trip_count
 
 if TYPE_CHECKING:
@@ -40,6 +42,8 @@ _PURE = {"add", "sub", "mul", "shl", "lshr", "ashr", "and", "or", "xor", "icmp",
          "sitofp", "bitcast", "getelementptr", "freeze", "extractvalue", "insertvalue",
          "fadd", "fsub", "fmul", "fdiv", "fneg", "ptrtoint", "inttoptr"}
 _DEPTH = 64
+TABLE_ALLOCATE = TAPE_PREFIX + "table.allocate"
+TABLE_FREE = TAPE_PREFIX + "table.free"
 
 
 @dataclass(frozen=True)
@@ -130,7 +134,7 @@ class Tables:
     def finish(self) -> None:
         """Free every table before each release of the tape, at the returns (a null table:
         its loop never started)."""
-        free = declare(self.st.module, "free", VOID, [PTR])
+        free = table_function(self.st.module, TABLE_FREE)
         for mark in self.releases:
             b = Builder()
             b.position_before(mark)
@@ -153,8 +157,7 @@ class Tables:
             b.store(stride, slot)
             stride = b.mul(stride, emit_trip_count(b, tc, st.map(tc.start), st.map(tc.bound)))
         size = b.mul(stride, const_int(I64, size_of(v.type)))
-        malloc = declare(st.module, "malloc", PTR, [I64])
-        b.store(b.call(malloc, [size], PTR), table)
+        b.store(b.call(table_function(st.module, TABLE_ALLOCATE), [size], PTR), table)
         fwd = st.map(v)
         assert isinstance(fwd, Instruction) and fwd.block is not None
         b.block, b.index = fwd.block, fwd.block.instructions.index(fwd) + 1
@@ -172,4 +175,40 @@ class Tables:
         return index
 
 
-__all__ = ["TableNest", "Tables", "table_nest"]
+def table_function(module: Module, name: str) -> Function:
+    """`TABLE_ALLOCATE` (ptr (i64 bytes): `malloc`) or `TABLE_FREE` (void (ptr): `free`
+    unless null), built once per module; `tape_captured.py` rebuilds them on the front end's
+    allocator when the derivative is differentiated."""
+    fn = module.functions.get(name)
+    if fn is not None and not fn.is_declaration:
+        return fn
+    alloc = name == TABLE_ALLOCATE
+    fn = Function(name, FunctionType(PTR if alloc else VOID, (I64 if alloc else PTR,)),
+                  ["size" if alloc else "table"], linkage="internal")
+    fn.fn_attrs = "noinline"
+    (TABLE_BODIES[name])(module, fn, declare(module, "malloc", PTR, [I64]) if alloc
+                         else declare(module, "free", VOID, [PTR]))
+    module.add_function(fn)
+    return fn
+
+
+def allocate_body(module: Module, fn: Function, allocate: Function | GlobalRef) -> None:
+    b = Builder(fn.add_block("entry"))
+    b.ret(b.call(allocate, [fn.args[0]], PTR))
+
+
+def free_body(module: Module, fn: Function, free: Function | GlobalRef) -> None:
+    entry, freeing, done = fn.add_block("entry"), fn.add_block("free"), fn.add_block("done")
+    b = Builder(entry)
+    b.cbr(b.icmp("eq", fn.args[0], Constant(PTR, "null")), done, freeing)
+    b.position_at_end(freeing)
+    b.call(free, [fn.args[0]], VOID)
+    b.br(done)
+    b.position_at_end(done)
+    b.ret()
+
+
+TABLE_BODIES = {TABLE_ALLOCATE: allocate_body, TABLE_FREE: free_body}
+
+__all__ = ["TABLE_ALLOCATE", "TABLE_FREE", "TableNest", "Tables", "table_function",
+           "table_nest"]
