@@ -16,6 +16,9 @@ For every primal value the reverse pass needs, one of four answers (`ReversePlan
 - "hoist": invariant in the loops around the use that do not contain its definition (a
   shadow base pointer, a pointer phi of an outer loop, a row offset): taped once per run of
   the outermost such loop, at its exits, and read from a stack slot by that loop's reverse;
+- "table": invariant in the outermost loop around it, varying with inner loops whose trip
+  counts are known when it starts: stored per iteration into a table with a slot per inner
+  iteration, read back at the same slot (`tables.py`);
 - "tape": everything else (loop-carried floats, results of math calls, loads from memory
   that is written) is pushed on the tape by the forward pass.
 """
@@ -23,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...analysis.cfg import Loop, dominates, dominators, find_loops, reverse_post_order
 from ...errors import UnsupportedError
@@ -34,6 +37,9 @@ from ...known.memory import PURE_INTEGER_INTRINSICS, pointer_base, pointer_bases
 from ...known.model import is_local_allocation, written_arguments
 from ..returns import is_exceptional_return
 from .kept import written_after
+
+if TYPE_CHECKING:
+    from .tables import TableNest
 
 _PURE = {"add", "sub", "mul", "shl", "lshr", "ashr", "and", "or", "xor", "icmp", "fcmp",
          "select", "trunc", "zext", "sext", "fptrunc", "fpext", "fptoui", "fptosi", "uitofp",
@@ -51,6 +57,7 @@ class Access(Enum):
     RECOMPUTE = "recompute"
     HOIST = "hoist"
     RECURRENCE = "recurrence"
+    TABLE = "table"
     TAPE = "tape"
 
 
@@ -94,6 +101,7 @@ class ReversePlan:
         self.recurrences: dict[Instruction, Any] = {}   # set by the synthesizer (recurrences.py)
         self._reloadable: dict[int, bool] = {}
         self._recomputable_memo: dict[tuple[int, int, int], bool] = {}
+        self._tables: dict[tuple[int, int], TableNest | None] = {}
 
     # ------------------------------------------------------------ loops
     def preheader(self, loop: Loop) -> Block:
@@ -195,7 +203,17 @@ class ReversePlan:
             return Access.RECURRENCE
         if self.hoist_loop(v, at) is not None:
             return Access.HOIST
+        if self.table_nest(v, at) is not None:
+            return Access.TABLE
         return Access.TAPE
+
+    def table_nest(self, v: Value, at: Block) -> TableNest | None:
+        """The loop nest `v` can be kept in a table for (`tables.TableNest`), or None."""
+        from .tables import table_nest
+        key = (id(v), id(at))
+        if key not in self._tables:
+            self._tables[key] = table_nest(self, v, at)
+        return self._tables[key]
 
     def _beside_math_result(self, v: Instruction, at: Block) -> bool:
         """A float add, subtract, multiply or negation of one math call's result, which the
