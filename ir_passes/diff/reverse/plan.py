@@ -41,7 +41,7 @@ from .kept import written_after
 if TYPE_CHECKING:
     from .tables import TableNest
 
-_PURE = {"add", "sub", "mul", "shl", "lshr", "ashr", "and", "or", "xor", "icmp", "fcmp",
+PURE_OPCODES = {"add", "sub", "mul", "shl", "lshr", "ashr", "and", "or", "xor", "icmp", "fcmp",
          "select", "trunc", "zext", "sext", "fptrunc", "fpext", "fptoui", "fptosi", "uitofp",
          "sitofp", "bitcast", "getelementptr", "freeze", "extractvalue", "insertvalue",
          "fadd", "fsub", "fmul", "fneg", "ptrtoint", "inttoptr"}
@@ -256,7 +256,7 @@ class ReversePlan:
             return None
         for block in loop.blocks:
             leaves = block in self.returns or any(
-                s not in loop.blocks and not _raises(s) for s in block.successors())
+                s not in loop.blocks and not raises(s) for s in block.successors())
             if leaves and block is not latch and (block is not loop.header or at is block):
                 return None
         return latch
@@ -297,7 +297,7 @@ class ReversePlan:
             return False
         # integer min/max/abs too: Numba clamps range() bounds with smax, so a loop's trip
         # count is recomputed from them instead of taped per run
-        pure = (v.opcode == "load" and self.reloadable(v)) or v.opcode in _PURE \
+        pure = (v.opcode == "load" and self.reloadable(v)) or v.opcode in PURE_OPCODES \
             or (v.callee_name or "").startswith(PURE_INTEGER_INTRINSICS) \
             or self.streamed_math(v, at)
         if pure and all(self._recomputable(op, at, depth) for op in v.operands):
@@ -380,7 +380,7 @@ def written_bases(fn: Function) -> set[Value] | None:
     return bases
 
 
-def _raises(block: Block) -> bool:
+def raises(block: Block) -> bool:
     """`block` returns an exception status: a `ret` of a nonzero constant, or Numba's
     `store excinfo; br common.ret` whose status phi takes a nonzero constant from it."""
     term = block.terminator
@@ -407,4 +407,5 @@ def _known_base(base: Value) -> bool:
         base.opcode == "alloca" or is_local_allocation(base)))
 
 
-__all__ = ["Access", "InductionVariable", "RECOMPUTE_COST", "ReversePlan", "written_bases"]
+__all__ = ["Access", "InductionVariable", "PURE_OPCODES", "RECOMPUTE_COST", "ReversePlan", "raises",
+           "written_bases"]

@@ -28,7 +28,7 @@ from ...ir.types import I64, PTR, VOID, FunctionType, size_of
 from ...ir.values import (Argument, Block, Constant, Function, GlobalRef, Instruction, Module,
                           Value, const_int)
 from ...known.memory import PURE_FLOAT_INTRINSICS, PURE_INTEGER_INTRINSICS
-from .plan import ReversePlan, _raises
+from .plan import PURE_OPCODES, ReversePlan, raises
 from .tape import TAPE_PREFIX
 from .trips import TripCount, emit_trip_count, entry_trip_count
 
@@ -37,10 +37,7 @@ if TYPE_CHECKING:
 
 _PURE_MATH = PURE_FLOAT_INTRINSICS + tuple(
     f"llvm.{f}." for f in ("exp", "exp2", "log", "log2", "log10", "sin", "cos", "pow"))
-_PURE = {"add", "sub", "mul", "shl", "lshr", "ashr", "and", "or", "xor", "icmp", "fcmp",
-         "select", "trunc", "zext", "sext", "fptrunc", "fpext", "fptoui", "fptosi", "uitofp",
-         "sitofp", "bitcast", "getelementptr", "freeze", "extractvalue", "insertvalue",
-         "fadd", "fsub", "fmul", "fdiv", "fneg", "ptrtoint", "inttoptr"}
+_PURE = PURE_OPCODES | {"fdiv"}
 _DEPTH = 64
 TABLE_ALLOCATE = TAPE_PREFIX + "table.allocate"
 TABLE_FREE = TAPE_PREFIX + "table.free"
@@ -82,7 +79,7 @@ def table_nest(plan: ReversePlan, v: Value, at: Block) -> TableNest | None:
 def _left_by_latch(plan: ReversePlan, loop: Loop) -> bool:
     """`loop` is left only from its latch (or by raising, after which no reverse runs)."""
     latch = plan.latch(loop)
-    return all(b is latch or all(s in loop.blocks or _raises(s) for s in b.successors())
+    return all(b is latch or all(s in loop.blocks or raises(s) for s in b.successors())
                for b in loop.blocks) and not any(r in loop.blocks for r in plan.returns)
 
 
