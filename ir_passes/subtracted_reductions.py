@@ -28,24 +28,15 @@ __all__ = ["negate_subtracted_adjoints"]
 def negate_subtracted_adjoints(fn: Function) -> bool:
     """Rewrite every slot some loop of `fn` only subtracts from; whether any was."""
     changed = False
-    users = _users(fn)
+    users = fn.users()
     for loop in find_loops(fn):
         slots = _subtracted_slots(loop, users)
         for slot, stores in slots.items():
             _negate(fn, loop, slot, stores, users)
             changed = True
         if slots:
-            users = _users(fn)                  # rewritten: the next loop needs fresh uses
+            users = fn.users()                  # rewritten: the next loop needs fresh uses
     return changed
-
-
-def _users(fn: Function) -> dict[int, list[Instruction]]:
-    """The instructions using each value of `fn`, by the value's id."""
-    users: dict[int, list[Instruction]] = {}
-    for inst in fn.instructions():
-        for op in inst.operands:
-            users.setdefault(id(op), []).append(inst)
-    return users
 
 
 def _subtracted_slots(loop: Loop, users: dict[int, list[Instruction]]

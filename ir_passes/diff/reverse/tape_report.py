@@ -98,10 +98,7 @@ class _Report:
         self.trip_counts = TripCounts(self.plan, self.symbols,
                                       lambda l: self._block_name(l.header))
         self.primal_ids = {id(i) for i in fn.instructions()}
-        self.users: dict[int, list[Instruction]] = {}
-        for inst in fn.instructions():
-            for op in inst.operands:
-                self.users.setdefault(id(op), []).append(inst)
+        self.users = fn.users()
 
     def build(self, events: list[Retained]) -> TapeReport:
         rows: list[TapeEntry] = []
