@@ -19,6 +19,7 @@ from ir_passes.diff.reverse.retained import Retention
 from ir_passes.diff.reverse.tape_report import taped_bytes
 
 from tests.unit.enzyme_py.cli.test_tape_report import observed_counts, report_counts
+from tests.support.c_heap import c_heap_bytes
 from tests.support.gradcheck import check_all
 from tests.support.inspected import inspected
 from tests.support.kernel import Kernel
@@ -178,8 +179,7 @@ def picked_exp(icf, x, i0):
 def test_the_table_is_freed_on_every_return():
     """~0.8 MB of table per call: 200 calls (half of them raising IndexError after the nest
     filled it) must not grow the C heap by that much each; gradients unchanged after."""
-    from tests.test_exceptions import _c_heap_bytes
-    heap = _c_heap_bytes()
+    heap = c_heap_bytes()
     if heap is None:
         pytest.skip("needs glibc's mallinfo2")
     f = numba.njit(boundscheck=True)(picked_exp)
