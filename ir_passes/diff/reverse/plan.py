@@ -101,6 +101,7 @@ class ReversePlan:
         self.recurrences: dict[Instruction, Any] = {}   # set by the synthesizer (recurrences.py)
         self._reloadable: dict[int, bool] = {}
         self._recomputable_memo: dict[tuple[int, int, int], bool] = {}
+        self._leaving: dict[int, frozenset[Block]] = {}
         self._tables: dict[tuple[int, int], TableNest | None] = {}
 
     # ------------------------------------------------------------ loops
@@ -252,14 +253,21 @@ class ReversePlan:
                 is not loop:                                   # type: ignore[arg-type]
             return None
         latch = self.latch(loop)
-        if not dominates(self.idom, at, latch):
+        leaving = self.leaving_blocks(loop)
+        if not dominates(self.idom, at, latch) or not leaving <= {latch, loop.header} \
+                or (at is loop.header and at is not latch and at in leaving):
             return None
-        for block in loop.blocks:
-            leaves = block in self.returns or any(
-                s not in loop.blocks and not raises(s) for s in block.successors())
-            if leaves and block is not latch and (block is not loop.header or at is block):
-                return None
         return latch
+
+    def leaving_blocks(self, loop: Loop) -> frozenset[Block]:
+        """The blocks of `loop` that leave it other than by raising: a normal return, or a
+        branch out of it to a block that does not raise (after raising no reverse runs)."""
+        known = self._leaving.get(id(loop))
+        if known is None:
+            known = self._leaving[id(loop)] = frozenset(
+                b for b in loop.blocks if b in self.returns or any(
+                    s not in loop.blocks and not _raises(s) for s in b.successors()))
+        return known
 
     def exits(self, loop: Loop) -> list[Block]:
         """Blocks outside `loop` entered from it, in a fixed order."""
@@ -380,7 +388,7 @@ def written_bases(fn: Function) -> set[Value] | None:
     return bases
 
 
-def raises(block: Block) -> bool:
+def _raises(block: Block) -> bool:
     """`block` returns an exception status: a `ret` of a nonzero constant, or Numba's
     `store excinfo; br common.ret` whose status phi takes a nonzero constant from it."""
     term = block.terminator
@@ -407,5 +415,5 @@ def _known_base(base: Value) -> bool:
         base.opcode == "alloca" or is_local_allocation(base)))
 
 
-__all__ = ["Access", "InductionVariable", "PURE_OPCODES", "RECOMPUTE_COST", "ReversePlan", "raises",
+__all__ = ["Access", "InductionVariable", "PURE_OPCODES", "RECOMPUTE_COST", "ReversePlan",
            "written_bases"]

@@ -28,7 +28,7 @@ from ...ir.types import I64, PTR, VOID, FunctionType, size_of
 from ...ir.values import (Argument, Block, Constant, Function, GlobalRef, Instruction, Module,
                           Value, const_int)
 from ...known.memory import PURE_FLOAT_INTRINSICS, PURE_INTEGER_INTRINSICS
-from .plan import PURE_OPCODES, ReversePlan, raises
+from .plan import PURE_OPCODES, ReversePlan
 from .tape import TAPE_PREFIX
 from .trips import TripCount, emit_trip_count, entry_trip_count
 
@@ -67,20 +67,13 @@ def table_nest(plan: ReversePlan, v: Value, at: Block) -> TableNest | None:
     trips = []
     for loop in inner:
         tc = entry_trip_count(plan, loop)
-        if tc is None or not _left_by_latch(plan, loop) \
+        if tc is None or not plan.leaving_blocks(loop) <= {plan.latch(loop)} \
                 or not all(plan.defined_outside(x, outer) for x in (tc.start, tc.bound)):
             return None
         trips.append(tc)
     if not _invariant(plan, v, outer, {id(l) for l in inner}, {}, 0):
         return None
     return TableNest(outer, inner, tuple(trips))
-
-
-def _left_by_latch(plan: ReversePlan, loop: Loop) -> bool:
-    """`loop` is left only from its latch (or by raising, after which no reverse runs)."""
-    latch = plan.latch(loop)
-    return all(b is latch or all(s in loop.blocks or raises(s) for s in b.successors())
-               for b in loop.blocks) and not any(r in loop.blocks for r in plan.returns)
 
 
 def _invariant(plan: ReversePlan, v: Value, outer: Loop, inner: set[int], memo: dict[int, bool],
