@@ -40,10 +40,11 @@ class NumbaFacts:
 
 
 def numba_target(primal: Dispatcher, spec: ActivitySpec, primal_types: tuple,
-                 symbol: str) -> Target:
-    """`primal` captured for `primal_types`, to be differentiated into `symbol`."""
+                 symbol: str, located: bool = True) -> Target:
+    """`primal` captured for `primal_types`, to be differentiated into `symbol`; with
+    `located=False` perhaps without source lines (`capture`)."""
     check_types(spec, primal_types)
-    cap = capture(primal, primal_types)
+    cap = capture(primal, primal_types, located)
     ret_act = return_activity(spec, cap.restype)
     restype = result_type(spec, cap.restype, ret_act, primal_types)
     _, ret_text = llvm_abi((), restype)

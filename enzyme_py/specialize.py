@@ -125,7 +125,7 @@ class Specializer:
         arrays = {i for i, t in enumerate(primal_types) if isinstance(t, types.Array)}
         if not arrays:
             return set()
-        cap = capture(self.primal, _writable(primal_types))
+        cap = capture(self.primal, _writable(primal_types), located=False)
         fn = parse_module(cap.module_text).functions[cap.func_name]
         bases = written_bases(fn)
         if bases is None:
@@ -138,11 +138,11 @@ class Specializer:
             return []
         given = argtypes[len(self.wrapper_params())] \
             if len(argtypes) > len(self.wrapper_params()) else None
-        restype = capture(self.primal, _writable(primal_types)).restype
+        restype = capture(self.primal, _writable(primal_types), located=False).restype
         return d_ret_arguments(self.spec, restype, given, d_ret, self.primal.py_func.__name__)
 
     def _ret_differentiated(self, primal_types: tuple) -> bool:
-        restype = capture(self.primal, primal_types).restype
+        restype = capture(self.primal, primal_types, located=False).restype
         return return_activity(self.spec, restype).is_differentiated
 
     # ------------------------------------------------------------ derivative
@@ -191,17 +191,31 @@ class Specializer:
 
     def _synthesize(self, primal_types: tuple, symbol: str, split: SplitSpec | None = None):
         """The target, the verified derivative module text (kept for `inspect`) and the
-        libraries it links against."""
-        target = numba_target(self.primal, self.spec, primal_types, symbol)
+        libraries it links against.
+
+        The primal's IR is first taken as Numba compiled it, without source lines (no second
+        lowering, `capture`); when that fails, it is captured again with its lines, so the
+        error names the Python file:line. Lines change no code, only the `!enzyme.loc` tags."""
+        try:
+            stages = self._stages(primal_types, symbol, split, located=False)
+        except Exception:
+            stages = self._stages(primal_types, symbol, split, located=True)
+        self.stages[primal_types] = stages
+        target, text = stages.target, stages.module_text
+        return target, text, (target.facts.capture.library, *rule_libraries(text))
+
+    def _stages(self, primal_types: tuple, symbol: str, split: SplitSpec | None,
+                located: bool) -> Stages:
+        """The stages of the derivative, its module synthesized and verified."""
+        target = numba_target(self.primal, self.spec, primal_types, symbol, located)
         check_differentiates_something(self.spec, target.facts.capture, target.spec.ret,
                                        self.primal.py_func.__name__)
         if split is not None:
             target = dataclasses.replace(target, spec=dataclasses.replace(target.spec,
                                                                           split=split))
         stages = Stages(target, self.vector_math)
-        text = stages.module_text              # synthesized and verified here, once
-        self.stages[primal_types] = stages
-        return target, text, (target.facts.capture.library, *rule_libraries(text))
+        stages.module_text                     # synthesized and verified here, once
+        return stages
 
     def forward_half_source(self, argtypes: tuple) -> str:
         """Split mode, `fwd`: the checks of reverse mode, then `(value, tape)`."""
@@ -226,7 +240,7 @@ class Specializer:
                                 f"the arguments ({', '.join(self.argument_labels())}), then "
                                 "d_ret when the function returns something differentiated, "
                                 "then the tape the forward half returned")
-        restype = capture(self.primal, _writable(primal_types)).restype
+        restype = capture(self.primal, _writable(primal_types), located=False).restype
         seeds = d_ret_arguments(self.spec, restype, rest[0] if len(rest) == 2 else None,
                                 "d_ret", self.primal.py_func.__name__)
         lines = [f"def impl({', '.join(params)}, *rest):", f"    tape = rest[{len(rest) - 1}]"]
@@ -258,7 +272,10 @@ class Specializer:
         if not self.stages:
             return "; no specialisation compiled yet: call the derivative first\n"
         parts = []
-        for primal_types, st in self.stages.items():
+        for primal_types, st in list(self.stages.items()):
+            if not st.target.facts.capture.located:      # the same code, with its lines
+                st = self.stages[primal_types] = self._stages(
+                    primal_types, st.target.spec.name, st.target.spec.split, located=True)
             signature = ", ".join(str(t) for t in primal_types)
             parts.append(f"; {self.name} ({signature}) -- {stage}\n{st.text(stage)}")
         return "\n".join(parts)

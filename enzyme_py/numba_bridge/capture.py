@@ -7,6 +7,9 @@ holding only the primal's definition, with declarations for what stays external 
 libm, ``numba_*`` C helpers, LLVM intrinsics). When the dispatcher has compiled that
 signature itself, its typed Numba IR is lowered again by the twin's lowering instead (the
 same module, without running Numba's front end and type inference a second time).
+``capture(..., located=False)`` (what ``derive_diff`` asks first) skips even that lowering
+when the dispatcher has compiled the signature after this module was imported: it takes the
+raw module recorded then (see below), which is the same code without source lines.
 
 Callee bodies. Numba links callees (other ``@njit`` functions, helpers such as
 ``int_power_impl``, ``ol_min``, ``python3rem``, array-expression kernels) from libraries that
@@ -254,6 +257,7 @@ class CapturedFunction:
     return_llvm_type: str       # pointee type of the return pointer
     library: Any                # the primal's Numba code library (link against it)
     _raw_debug_text: str = field(repr=False, compare=False)
+    located: bool = True        # instructions carry their Python lines (``!enzyme.loc``)
 
     @functools.cached_property
     def raw_text(self) -> str:
@@ -264,27 +268,37 @@ class CapturedFunction:
 _captures: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def capture(dispatcher: Dispatcher, argtypes: tuple) -> CapturedFunction:
-    """Capture ``dispatcher`` specialised for ``argtypes`` (a tuple of Numba types). Cached."""
+def capture(dispatcher: Dispatcher, argtypes: tuple, located: bool = True) -> CapturedFunction:
+    """Capture ``dispatcher`` specialised for ``argtypes`` (a tuple of Numba types). Cached.
+
+    ``located=False`` accepts a capture without source lines: when the dispatcher has compiled
+    ``argtypes`` itself (after this module was imported), the raw IR recorded then, with no
+    lowering at all; otherwise (and always with ``located=True``) the located capture."""
     if not isinstance(dispatcher, Dispatcher):
         raise TypeError(f"expected a numba.njit dispatcher, got {type(dispatcher).__name__}")
     argtypes = tuple(argtypes)
     with global_compiler_lock:
         per_dispatcher = _captures.setdefault(dispatcher, {})
-        if argtypes not in per_dispatcher:
-            per_dispatcher[argtypes] = _capture(dispatcher, argtypes)
-        return per_dispatcher[argtypes]
+        key = argtypes, located
+        if key not in per_dispatcher:
+            if not located and (argtypes, True) in per_dispatcher:
+                return per_dispatcher[argtypes, True]
+            per_dispatcher[key] = _capture(dispatcher, argtypes, located)
+        return per_dispatcher[key]
 
 
-def _capture(dispatcher: Dispatcher, argtypes: tuple) -> CapturedFunction:
+def _capture(dispatcher: Dispatcher, argtypes: tuple, located: bool) -> CapturedFunction:
     if "objmode" in dispatcher.py_func.__code__.co_names:
         raise UnsupportedError(
             f"{dispatcher.py_func.__qualname__} has a numba.objmode block (object-mode code, "
             "whose results come back from Python)",
             hint="move the object-mode code out of the differentiated function (compute its "
             "results before the call and pass them in)")
-    twin = _twin(dispatcher)
-    lowered = _lowered_again(dispatcher, twin, argtypes)
+    lowered = None if located else _compiled(dispatcher, argtypes)
+    located = lowered is None
+    if lowered is None:
+        twin = _twin(dispatcher)
+        lowered = _lowered_again(dispatcher, twin, argtypes)
     if lowered is None:
         try:
             twin.compile(argtypes)
@@ -310,12 +324,25 @@ def _capture(dispatcher: Dispatcher, argtypes: tuple) -> CapturedFunction:
     return CapturedFunction(module_text=_dbg_to_loc(str(module)), func_name=name,
                             argtypes=argtypes, restype=fndesc.restype,
                             params=tuple(params), return_llvm_type=ret_text,
-                            library=library, _raw_debug_text=raw_text)
+                            library=library, _raw_debug_text=raw_text, located=located)
 
 
 # Numba memoizes environments weakly (a compile result holds its own): the environments of
 # lowerings done again, which print and other object operations read, are held here.
 _LOWERED_ENVIRONMENTS: list = []
+
+
+def _compiled(dispatcher: Dispatcher, argtypes: tuple):
+    """``(fndesc, library)`` of ``dispatcher``'s own compile of ``argtypes`` in nopython mode
+    when the recorder saw its raw module (the code the twin would lower, without locations);
+    else None."""
+    cres = dispatcher.overloads.get(argtypes)
+    annotation = getattr(cres, "type_annotation", None)
+    if not isinstance(annotation, TypeAnnotation) or cres.objectmode or cres.lifted \
+            or annotation.func_id.is_generator \
+            or _definer(cres.fndesc.llvm_func_name) is not cres.library:
+        return None
+    return cres.fndesc, cres.library
 
 
 def _lowered_again(dispatcher: Dispatcher, twin: Dispatcher, argtypes: tuple):
