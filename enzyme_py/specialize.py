@@ -199,6 +199,8 @@ class Specializer:
         try:
             stages = self._stages(primal_types, symbol, split, located=False)
         except Exception:
+            stages = None                      # raised again below, with nothing chained
+        if stages is None:
             stages = self._stages(primal_types, symbol, split, located=True)
         self.stages[primal_types] = stages
         target, text = stages.target, stages.module_text
@@ -215,6 +217,7 @@ class Specializer:
                                                                           split=split))
         stages = Stages(target, self.vector_math)
         stages.module_text                     # synthesized and verified here, once
+        stages.drop_ir()                       # `inspect` computes them again if asked
         return stages
 
     def forward_half_source(self, argtypes: tuple) -> str:

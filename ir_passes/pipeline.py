@@ -148,6 +148,12 @@ class Stages:
             text = rescheduled(text, self.synthesized[0], self.derivative)
         return annotate(text) if self.vector_math else text
 
+    def drop_ir(self) -> None:
+        """Free the IR objects computed so far (large cyclic graphs, which only the garbage
+        collector frees); a stage asked for later computes them again, identically."""
+        for name in ("module", "activity", "synthesized", "tape"):
+            self.__dict__.pop(name, None)
+
     @functools.cached_property
     def optimized(self) -> str:
         return optimize(self.module_text)
