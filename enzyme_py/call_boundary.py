@@ -5,7 +5,8 @@ A call from Python with new argument types compiles a specialisation (Numba's
 types, ill-fitting arguments, an unsupported construct) would otherwise reach the user at the
 end of Numba's chained tracebacks, some wrapped in a `TypingError`. `guard_first_calls` names
 missing arguments and re-raises our own error alone, from the call. Calls from `@njit` code
-are typed by Numba directly and unaffected.
+are typed by Numba directly and unaffected. The compile runs with the garbage collector
+paused (`collector`).
 """
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from numba.core.dispatcher import OmittedArg
 from numba.core.errors import TypingError
 
 from ir_passes.errors import ArgumentError, EnzymePyError
+
+from .collector import paused
 
 __all__ = ["guard_first_calls"]
 
@@ -28,7 +31,8 @@ def guard_first_calls(dispatcher, name: str, labels: list[str]) -> None:
             raise ArgumentError(f"{name} expected {len(labels)} arguments ({', '.join(labels)}"
                                 f"), got {given}: missing {', '.join(labels[given:])}")
         try:
-            return compile_for_args(*args, **kws)
+            with paused():
+                return compile_for_args(*args, **kws)
         except (EnzymePyError, TypingError) as exc:
             ours = _our_error(exc)
             if ours is None:

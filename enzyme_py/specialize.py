@@ -21,6 +21,7 @@ from ir_passes.ir.parser import parse_module
 
 from .activities import ActivitySpec, return_activity
 from .call_checks import check_lines
+from .collector import paused
 from .numba_bridge.capture import capture
 from .numba_bridge.custom_calls import rule_libraries
 from .numba_bridge.link import Built, call_if_compiled, compile_library, unique_symbol
@@ -162,7 +163,8 @@ class Specializer:
         entry = self._derived.get(primal_types)
         if entry is None:
             try:
-                entry = self._derive(primal_types)
+                with paused():                 # also when an @njit caller's compile asks
+                    entry = self._derive(primal_types)
             except Exception as exc:
                 entry = exc
             self._derived[primal_types] = entry
