@@ -7,9 +7,11 @@ holding only the primal's definition, with declarations for what stays external 
 libm, ``numba_*`` C helpers, LLVM intrinsics). When the dispatcher has compiled that
 signature itself, its typed Numba IR is lowered again by the twin's lowering instead (the
 same module, without running Numba's front end and type inference a second time).
-``capture(..., located=False)`` (what ``derive_diff`` asks first) skips even that lowering
-when the dispatcher has compiled the signature after this module was imported: it takes the
-raw module recorded then (see below), which is the same code without source lines.
+``capture(..., located=False)`` (what ``derive_diff`` asks first) gives the same code without
+source lines, which costs less: the raw module recorded (see below) when the dispatcher has
+compiled the signature itself after this module was imported (no lowering at all), else the
+module of a twin with Numba's plain lowering (a third cheaper than the locating one, whose
+typing a located capture asked for later reuses).
 
 Callee bodies. Numba links callees (other ``@njit`` functions, helpers such as
 ``int_power_impl``, ``ol_min``, ``python3rem``, array-expression kernels) from libraries that
@@ -122,13 +124,21 @@ def _recorded(library) -> list[str] | None:
 # Capturing pipeline: Numba's nopython pipeline with a lowering that tags source lines
 
 
-class _LocatingLower(Lower):
+class _CaptureOnlyLower(Lower):
+    """Numba's lowering, into a library optimised and compiled only if a derivative links it
+    (see ``_lowered_only``)."""
+
+    def pre_lower(self):
+        super().pre_lower()
+        self.library._enzyme_capture_only = True
+
+
+class _LocatingLower(_CaptureOnlyLower):
     """Lowering that gives every instruction of a Numba IR statement a ``DILocation`` (line
     tables only: no variables, no ``dbg.declare``), which LLVM carries through its passes."""
 
     def pre_lower(self):
         super().pre_lower()
-        self.library._enzyme_capture_only = True
         module = self.module
         self._files = {}
         path = self.func_ir.loc.filename
@@ -185,21 +195,38 @@ class _LocatingNativeLowering(NativeLowering):
         return _LocatingLower
 
 
+@register_pass(mutates_CFG=True, analysis_only=False)
+class _CaptureOnlyNativeLowering(NativeLowering):
+    _name = "enzyme_capture_only_native_lowering"
+
+    @property
+    def lowering_class(self):
+        return _CaptureOnlyLower
+
+
 class _CapturingCompiler(CompilerBase):
+    lowering = _LocatingNativeLowering
+
     def define_pipelines(self):
         pm = DefaultPassBuilder.define_nopython_pipeline(self.state)
-        pm.passes = [(_LocatingNativeLowering if p is NativeLowering else p, d)
-                     for p, d in pm.passes]
+        pm.passes = [(self.lowering if p is NativeLowering else p, d) for p, d in pm.passes]
         pm.finalize()
         return [pm]
 
 
+class _PlainCapturingCompiler(_CapturingCompiler):
+    lowering = _CaptureOnlyNativeLowering
+
+
 _twins: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_plain_twins: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _twin(dispatcher: Dispatcher) -> Dispatcher:
-    """A dispatcher of the same function and options compiled through the capturing pipeline."""
-    twin = _twins.get(dispatcher)
+def _twin(dispatcher: Dispatcher, located: bool = True) -> Dispatcher:
+    """A dispatcher of the same function and options compiled through the capturing pipeline
+    (``located=False``: without source lines)."""
+    twins = _twins if located else _plain_twins
+    twin = twins.get(dispatcher)
     if twin is None:
         options = dict(dispatcher.targetoptions)
         if options.get("parallel"):
@@ -209,11 +236,12 @@ def _twin(dispatcher: Dispatcher) -> Dispatcher:
         options["nopython"] = True
         # never called: no Python or C entry point to generate, optimise and compile
         options.update(no_cpython_wrapper=True, no_cfunc_wrapper=True)
-        twin = jit(locals=dispatcher.locals, pipeline_class=_CapturingCompiler,
+        pipeline = _CapturingCompiler if located else _PlainCapturingCompiler
+        twin = jit(locals=dispatcher.locals, pipeline_class=pipeline,
                    **options)(dispatcher.py_func)
         twin._compiler._customize_flags = _lowered_only
         twin.add_overload = functools.partial(_keep_overload, twin)
-        _twins[dispatcher] = twin
+        twins[dispatcher] = twin
     return twin
 
 
@@ -271,9 +299,8 @@ _captures: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 def capture(dispatcher: Dispatcher, argtypes: tuple, located: bool = True) -> CapturedFunction:
     """Capture ``dispatcher`` specialised for ``argtypes`` (a tuple of Numba types). Cached.
 
-    ``located=False`` accepts a capture without source lines: when the dispatcher has compiled
-    ``argtypes`` itself (after this module was imported), the raw IR recorded then, with no
-    lowering at all; otherwise (and always with ``located=True``) the located capture."""
+    ``located=False``: the same code without source lines (cheaper, see the module
+    docstring); a located capture made already serves it too."""
     if not isinstance(dispatcher, Dispatcher):
         raise TypeError(f"expected a numba.njit dispatcher, got {type(dispatcher).__name__}")
     argtypes = tuple(argtypes)
@@ -294,22 +321,7 @@ def _capture(dispatcher: Dispatcher, argtypes: tuple, located: bool) -> Captured
             "whose results come back from Python)",
             hint="move the object-mode code out of the differentiated function (compute its "
             "results before the call and pass them in)")
-    lowered = None if located else _compiled(dispatcher, argtypes)
-    located = lowered is None
-    if lowered is None:
-        twin = _twin(dispatcher)
-        lowered = _lowered_again(dispatcher, twin, argtypes)
-    if lowered is None:
-        try:
-            twin.compile(argtypes)
-        except errors.NumbaRuntimeError as exc:
-            if "re-entrant" not in str(exc):  # the twin reached the original by recursion
-                raise
-            raise UnsupportedError(f"{dispatcher.py_func.__qualname__} is recursive",
-                                   hint="differentiate a non-recursive version") from exc
-        cres = twin.overloads[argtypes]
-        lowered = cres.fndesc, cres.library
-    fndesc, library = lowered
+    fndesc, library = _lowered(dispatcher, argtypes, located)
     name = fndesc.llvm_func_name
     module, raw_text = _canonical_module(library, name)
 
@@ -330,6 +342,34 @@ def _capture(dispatcher: Dispatcher, argtypes: tuple, located: bool) -> Captured
 # Numba memoizes environments weakly (a compile result holds its own): the environments of
 # lowerings done again, which print and other object operations read, are held here.
 _LOWERED_ENVIRONMENTS: list = []
+
+
+def _lowered(dispatcher: Dispatcher, argtypes: tuple, located: bool):
+    """``(fndesc, library)``: the primal lowered for ``argtypes``. Without source lines, the
+    dispatcher's own compile when recorded, else a plain twin's; with them, the typed IR of
+    the dispatcher's (or the plain twin's) compile lowered again, else a locating twin's."""
+    if not located:
+        return _compiled(dispatcher, argtypes) or _twin_compiled(dispatcher, argtypes, False)
+    twin = _twin(dispatcher)
+    for typed in (dispatcher, _plain_twins.get(dispatcher)):
+        lowered = None if typed is None else _lowered_again(typed, twin, argtypes)
+        if lowered is not None:
+            return lowered
+    return _twin_compiled(dispatcher, argtypes, True)
+
+
+def _twin_compiled(dispatcher: Dispatcher, argtypes: tuple, located: bool):
+    """``(fndesc, library)`` of the twin's compile of ``argtypes`` (typed and lowered)."""
+    twin = _twin(dispatcher, located)
+    try:
+        twin.compile(argtypes)
+    except errors.NumbaRuntimeError as exc:
+        if "re-entrant" not in str(exc):  # the twin reached the original by recursion
+            raise
+        raise UnsupportedError(f"{dispatcher.py_func.__qualname__} is recursive",
+                               hint="differentiate a non-recursive version") from exc
+    cres = twin.overloads[argtypes]
+    return cres.fndesc, cres.library
 
 
 def _compiled(dispatcher: Dispatcher, argtypes: tuple):

@@ -265,6 +265,28 @@ def test_a_compiled_signature_is_lowered_again_not_compiled_twice(dispatcher, ar
     assert again.raw_text.count(LOC_METADATA) == twin_made.raw_text.count(LOC_METADATA) > 0
 
 
+@pytest.mark.parametrize("dispatcher, argtypes", CASES[:9],
+                         ids=lambda v: getattr(v, "__name__", ""))
+def test_a_capture_without_lines_is_the_same_code_and_typed_once(dispatcher, argtypes):
+    """located=False: a plain twin lowers the function (no lines); a located capture asked
+    for later lowers that twin's typed IR again (the locating twin compiles nothing)."""
+    fresh = njit(dispatcher.py_func)
+    plain = capture(fresh, argtypes, located=False)
+    assert not plain.located and LOC_METADATA not in plain.module_text
+    located = capture(fresh, argtypes)
+    assert located.located and not cap._twins[fresh].overloads
+    assert capture(fresh, argtypes, located=False) is plain
+    assert (_normalised(plain.module_text, plain.func_name)
+            == _normalised(located.module_text, located.func_name))
+    compiled = njit(dispatcher.py_func)
+    compiled.compile(argtypes)
+    recorded = capture(compiled, argtypes, located=False)
+    assert not recorded.located and compiled not in cap._plain_twins
+    assert recorded.func_name == compiled.overloads[argtypes].fndesc.llvm_func_name
+    assert (_normalised(recorded.module_text, recorded.func_name)
+            == _normalised(located.module_text, located.func_name))
+
+
 def test_target_options_are_respected():
     def div(x, y):
         return x / y + x * y
