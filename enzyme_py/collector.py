@@ -3,8 +3,10 @@
 A derivative's compile allocates hundreds of thousands of objects (Numba's typing and
 lowering, llvmlite, our IR) that live for the whole compile: each young collection promotes
 them, and every few compiles that promotion triggers a full collection of the process's heap
-(~0.1 s with Numba loaded, more in a large process). Paused, the compile's garbage is freed by
-the first young collection after it; full collections become about a third as frequent.
+(~0.1 s with Numba loaded, more in a large process). Paused, the compile's garbage is freed
+by one young collection at its end (an explicit one, which never escalates to a full one);
+full collections become about a quarter as frequent (3 instead of 12 over 42 derives of the
+benchmark kernels).
 """
 from __future__ import annotations
 
@@ -16,8 +18,8 @@ __all__ = ["paused"]
 
 @contextlib.contextmanager
 def paused():
-    """Pause the cyclic collector for the block (nested pauses keep it paused; a collector the
-    user disabled stays disabled)."""
+    """Pause the cyclic collector for the block, then collect the youngest generation (nested
+    pauses keep it paused; a collector the user disabled stays disabled, nothing collected)."""
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -25,3 +27,4 @@ def paused():
     finally:
         if enabled:
             gc.enable()
+            gc.collect(0)
