@@ -2,7 +2,8 @@
 
 Both read `ir_passes.pipeline.Stages` of a `Target` from the same front end, so for the same
 function, types and activities the derivative IR is the same, up to the derivative's symbol
-(`derive_diff` makes it unique in the process). Compared on a third of the kernel corpus in
+(`derive_diff` makes it unique in the process) and the Python line tags (`!enzyme.loc`), which
+`derive_diff` leaves out unless a derivation fails and `inspect` shows. Compared on a third of the kernel corpus in
 both modes; the captures are shared (one dispatcher per kernel, `gradcheck.compiled`) and
 nothing is linked or called, so each case costs one synthesis per side.
 """
@@ -21,14 +22,19 @@ from tests.support.gradcheck import activities, compiled
 
 CORPUS = KERNELS[::3]
 _SYMBOL = re.compile(r'@"?(?:fwd)?diffe_[^"(\s]*"?\(')
+_LINE_TAG = re.compile(r', !enzyme\.loc !\d+|^!\d+ = !\{!"[^"]*:\d+"\}\n?', re.M)
 
 
 def _body(text: str) -> str:
-    """The stage text without its header comment lines, the derivative's symbol replaced."""
+    """The stage text without its header comment lines and line tags, the derivative's symbol
+    replaced, metadata numbered in order of appearance."""
     lines = text.splitlines()
     while lines and lines[0].startswith(";"):
         lines.pop(0)
-    return _SYMBOL.sub("@DERIVATIVE(", "\n".join(lines).strip())
+    body = _LINE_TAG.sub("", _SYMBOL.sub("@DERIVATIVE(", "\n".join(lines).strip()))
+    numbers: dict[str, int] = {}
+    return re.sub(r"!(\d+)\b", lambda m: f"!{numbers.setdefault(m.group(1), len(numbers))}",
+                  body)
 
 
 def _outcome(stage_text):
