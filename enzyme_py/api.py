@@ -31,7 +31,8 @@ from .tape import claim, make_tape
 
 def derive_diff(f, name: str | None, activities, mode: str = "reverse", *,
                 ret: str | tuple[str, ...] | None = None, return_primal: bool = False,
-                width: int = 1, vector_math: bool = True, cache: bool = False) -> Dispatcher:
+                width: int = 1, vector_math: bool = True, cache: bool = False,
+                checkpoint: bool = False) -> Dispatcher:
     """The derivative of `f` (a Python function or `numba.njit` dispatcher), as a Numba
     dispatcher named `name` (default `d_<f's name>`).
 
@@ -75,6 +76,11 @@ def derive_diff(f, name: str | None, activities, mode: str = "reverse", *,
     calls), the activities, the options and the versions of enzyme_py, Numba and llvmlite
     are unchanged. Not for mode="split"; `f` must be defined in a file.
 
+    `checkpoint=True` (reverse mode; experimental, off by default): an outermost loop holding
+    inner loops whose iterations read only memory they wrote themselves (or never write) is
+    checkpointed: its reverse re-runs each iteration's forward instead of reading a tape kept
+    for all of them (`ir_passes/checkpoint_loops.py`).
+
     Errors: `ActivityError` (a ValueError) for a bad specification, raised here, or at the
     first call when it depends on types (e.g. an int passed for an "active" float);
     `ArgumentError` (an ActivityError) at a call whose arguments do not fit: missing
@@ -88,13 +94,14 @@ def derive_diff(f, name: str | None, activities, mode: str = "reverse", *,
     spec = parse_spec(primal.py_func, activities, mode, ret, width, return_primal,
                       inner.argument_labels() if inner is not None else None)
     name = name or f"d_{primal.py_func.__name__}"
-    for option, value in (("vector_math", vector_math), ("cache", cache)):
+    for option, value in (("vector_math", vector_math), ("cache", cache),
+                          ("checkpoint", checkpoint)):
         if not isinstance(value, bool):
             raise TypeError(f"{option} must be True or False, not {value!r}")
     if cache and spec.split:
         raise ValueError("cache=True is not supported with mode='split' yet: each process "
                          "compiles its split derivatives")
-    specializer = Specializer(primal, name, spec, vector_math)
+    specializer = Specializer(primal, name, spec, vector_math, checkpoint)
     params = specializer.wrapper_params()
     if spec.split:
         fwd = _dispatcher(f"{name}_fwd", specializer, specializer.build_forward_half,
@@ -106,7 +113,8 @@ def derive_diff(f, name: str | None, activities, mode: str = "reverse", *,
     dispatcher = _dispatcher(name, specializer, specializer.build, specializer.wrapper_source,
                              params + ([d_ret] if d_ret else []))
     if cache:
-        _enable_cache(dispatcher, primal, name, (spec, vector_math))
+        _enable_cache(dispatcher, primal, name,
+                      (spec, vector_math) + ((True,) if checkpoint else ()))
     return dispatcher
 
 

@@ -30,6 +30,7 @@ from typing import Any, Callable, Mapping
 from .aggregate_merges import split_aggregate_merges
 from .analysis.activity import ActivityInfo, analyze_activity, print_activity
 from .canonicalize import optimize
+from .checkpoint_loops import checkpoint_loops
 from .diff.callees import not_inlined_callees
 from .diff.driver import differentiate
 from .diff.reverse.tape_report import TapeReport, print_tape, tape_report, taped_bytes
@@ -84,10 +85,13 @@ class Target:
 class Stages:
     """Every stage of one differentiation; each is computed once, when first asked for.
     `vector_math`: the linked module calls glibc's libmvec where LLVM vectorises a loop
-    holding math calls (`vector_math.annotate`; a no-op on hosts without libmvec)."""
+    holding math calls (`vector_math.annotate`; a no-op on hosts without libmvec).
+    `checkpoint` (reverse mode): loops worth it are checkpointed (`checkpoint_loops`)."""
 
-    def __init__(self, target: Target, vector_math: bool = False) -> None:
+    def __init__(self, target: Target, vector_math: bool = False,
+                 checkpoint: bool = False) -> None:
         self.target = target
+        self.checkpoint = checkpoint and target.spec.mode == "reverse"
         self.spec = replace(target.spec, vector_math=frozenset(libmvec_variants())) \
             if vector_math else target.spec
         self.vector_math = vector_math
@@ -112,7 +116,8 @@ class Stages:
     @functools.cached_property
     def module(self) -> Module:
         """The canonical module, parsed (the primal is `self.primal`)."""
-        module, self._rewritten = _canonical_module(self.target.canonical_text)
+        module, self._rewritten = _canonical_module(self.target.canonical_text,
+                                                    self.checkpoint)
         return module
 
     @property
@@ -132,7 +137,7 @@ class Stages:
     def synthesized(self) -> tuple[Module, Function, str]:
         """(the module holding the derivative, without the primal; the derivative; the
         module's verified text)."""
-        module, _ = _canonical_module(self.target.canonical_text)
+        module, _ = _canonical_module(self.target.canonical_text, self.checkpoint)
         fn, text = differentiate(module, self.spec, self.target.title)
         return module, fn, text
 
@@ -169,15 +174,17 @@ class Stages:
         return text
 
 
-def _canonical_module(text: str) -> tuple[Module, bool]:
+def _canonical_module(text: str, checkpoint: bool = False) -> tuple[Module, bool]:
     """The front end's canonical module parsed, with its aggregate merges split, its
     loop-invariant loads hoisted and reads of filled temporaries forwarded; whether anything
     changed."""
     module = parse_module(text)
     changed = False
-    for fn in module.functions.values():
+    for fn in list(module.functions.values()):
         if not fn.is_declaration:
             changed |= split_aggregate_merges(fn)
             changed |= hoist_invariant_loads(fn)
             changed |= forward_stored_values(fn)
+            if checkpoint:
+                changed |= bool(checkpoint_loops(module, fn))
     return module, changed

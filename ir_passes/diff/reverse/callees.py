@@ -28,7 +28,7 @@ from ...ir.types import I32, I64, PTR, VOID, StructType
 from ...ir.values import (Argument, Constant, Function, GlobalRef, Instruction, Value,
                           const_int, zero)
 from ...known.memory import pointer_base
-from ...known.model import Role, runtime_call
+from ...known.model import Role, role_of, runtime_call
 from ..callees import callee_spec, memoised, written_parameters, written_targets
 from ..prepare import prepare_calls
 from ..spec import Activity, DiffSpec, ReturnLeaf, SplitSpec
@@ -69,14 +69,24 @@ def _unchanged_after(st: ReverseState, inst: Instruction, ptr: Value, written: d
     if st.plan.read_only(ptr):
         return True
     base = pointer_base(ptr)
-    return isinstance(base, Argument) and not written_after(
-        inst, [base], targets=lambda call: written_targets(call, written))
+    if role_of(base) is Role.HANDLE_DATA:        # a local array: its owner stands for it
+        base = base.operands[0]                   # type: ignore[union-attr]
+    elif not isinstance(base, Argument):
+        return False
+    return not written_after(inst, [base], targets=lambda call: written_targets(call, written))
+
+
+# The string attribute of a callee whose calls' reverse recomputes it (a checkpointed loop's
+# body: `ir_passes.outline_loop_body`): the forward pass calls the callee itself, the call's
+# reverse its augmented forward then its reverse, so its tape lives during that reverse only.
+RECOMPUTED = '"enzyme-recomputed"'
 
 
 @dataclasses.dataclass(frozen=True)
 class _Halves:
     spec: DiffSpec                  # the callee's derivative (its `split` names F and R)
-    state: Instruction              # a synthetic primal value: this call's state buffer
+    state: Instruction | None       # a synthetic primal value: this call's state buffer
+    #                                 (None: recomputed, made in the call's reverse)
 
 
 def _halves_spec(st: ReverseState, inst: Instruction, callee: Function) -> DiffSpec:
@@ -102,25 +112,42 @@ def _halves_spec(st: ReverseState, inst: Instruction, callee: Function) -> DiffS
 
 
 def augment_call(st: ReverseState, inst: Instruction, callee: Function) -> None:
-    """The forward pass's call of the callee's augmented forward in place of `inst`."""
+    """The forward pass's call of the callee's augmented forward in place of `inst` (of
+    the callee itself when its reverse recomputes it: `RECOMPUTED`)."""
     check_call(st, inst, callee)
     spec = _halves_spec(st, inst, callee)
-    b, slot = st.b, inst.operands[0]
+    if RECOMPUTED in callee.fn_attrs:
+        st.vmap[inst] = st.b.call(GlobalRef(callee.name or ""),
+                                  [st.map(op) for op in inst.operands], I32)
+        st.call_halves[inst] = _Halves(spec, None)
+        return
+    slot = inst.operands[0]
+    st.vmap[inst], value, state = _augmented(st, spec, inst, st.map(inst.operands[1]),
+                                             lambda op: st.map(op), lambda op: st.fshadow[op])
+    if value is not None:
+        st.b.store(value, st.map(slot))
+    st.call_halves[inst] = _Halves(spec, _synthetic(st, inst, state))
+
+
+def _augmented(st: ReverseState, spec: DiffSpec, inst: Instruction, excinfo: Value,
+               value: Callable[[Value], Value], shadow: Callable[[Value], Value]
+               ) -> tuple[Instruction, Value | None, Value]:
+    """Call the augmented forward: (the call, its result or None, its state buffer)."""
+    b = st.b
     value_type = spec.ret_slot if spec.ret_slot != PTR else None
     out_type = StructType((value_type, STATE_ARRAY)) if value_type else STATE_ARRAY
     out = st.alloca(out_type, "call.augmented")
-    args: list[Value] = [out, st.map(inst.operands[1])]
+    args: list[Value] = [out, excinfo]
     for p in spec.params:
         op = inst.operands[p.args[0]]
-        args.append(st.map(op))
+        args.append(value(op))
         if p.activity.has_shadow:
-            args.append(st.fshadow[op])
-    st.vmap[inst] = b.call(GlobalRef(spec.split.forward), args, I32)  # type: ignore[union-attr]
+            args.append(shadow(op))
+    call = b.call(GlobalRef(spec.split.forward), args, I32)  # type: ignore[union-attr]
     result = b.load(out_type, out)
     state = b.extractvalue(result, (1,)) if value_type else result
-    if value_type:
-        b.store(b.extractvalue(result, (0,)), st.map(slot))
-    st.call_halves[inst] = _Halves(spec, _synthetic(st, inst, b.extractvalue(state, (4,))))
+    return (call, b.extractvalue(result, (0,)) if value_type else None,
+            b.extractvalue(state, (4,)))
 
 
 def _synthetic(st: ReverseState, inst: Instruction, fwd: Value) -> Instruction:
@@ -149,7 +176,11 @@ def emit_reverse_call(st: ReverseState, avail: Availability, ctx: BlockContext,
         shadow = avail.shadow(ctx, inst.operands[0])
         args.append(b.load(spec.ret_slot, shadow))  # type: ignore[arg-type]
         b.store(zero(spec.ret_slot), shadow)          # type: ignore[arg-type]
-    state = avail.value(ctx, halves.state)
+    if halves.state is None:          # recomputed: its augmented forward runs here
+        _, _, state = _augmented(st, spec, inst, st.zeroed_alloca(PTR, "call.excinfo"),
+                              lambda op: avail.value(ctx, op), lambda op: avail.shadow(ctx, op))
+    else:
+        state = avail.value(ctx, halves.state)
     null, one, zero64 = Constant(PTR, "null"), const_int(I64, 1), const_int(I64, 0)
     args += [null, null, zero64, one, state, zero64, one]
     b.call(GlobalRef(spec.split.reverse), args, I32)   # type: ignore[union-attr]
