@@ -10,7 +10,9 @@ latch's branch: the header `H` is cut after its phis (`H -> H.body`), the latch'
 moves into a new block after the call. Values of the body used after it (live-outs) come
 back as follows:
 - one float at most, through the return slot (a stack slot of the caller, stored by `g`
-  where the body reaches the latch's branch);
+  where the body reaches the latch's branch); a sum the loop carries (`s = s + v` feeding
+  a header phi) is added after the call, `g` handing on `v`, so `s` is not an argument
+  (the reverse would keep it per iteration for `g`'s reverse);
 - integers and booleans built by a few integer instructions from live-ins (the counter's
   step `i + 1`, the exit test): recomputed after the call;
 anything else is refused. Edges leaving the body elsewhere must go to Numba's raising
@@ -63,6 +65,7 @@ class _Plan:
     blocks: list[Block]                  # L's blocks but the header (whose non-phis lead)
     live_in: list[Value]
     out_float: Instruction | None
+    kept: list[Instruction]              # the sums the loop carries, added after the call
     recomputed: list[Instruction]        # integer live-outs and what they need, in order
     raises: list[tuple[Block, Instruction]]   # raising blocks and their record stores
 
@@ -75,6 +78,8 @@ def _plan(fn: Function, loop: Loop) -> _Plan | str:
     region = [i for i in header.instructions if i.opcode != "phi"]
     for b in blocks:
         region += b.instructions[:-1] if b is latch else b.instructions
+    kept = _accumulations(fn, loop, region)
+    region = [i for i in region if i not in kept]
     inside = {id(i) for i in region}
     raises: dict[Block, Instruction] = {}
     for b in [header] + blocks:
@@ -113,7 +118,25 @@ def _plan(fn: Function, loop: Loop) -> _Plan | str:
     order = {id(i): k for k, i in enumerate(region)}
     recomputed.sort(key=lambda i: order[id(i)])
     return _Plan(region, blocks, list(live_in.values()), floats[0] if floats else None,
-                 recomputed, list(raises.items()))
+                 kept, recomputed, list(raises.items()))
+
+
+def _accumulations(fn: Function, loop: Loop, region: list[Instruction]) -> list[Instruction]:
+    """The body's `s + v` (`fadd`) feeding a header phi `s`, used by nothing else of the
+    body: kept in the caller, so `g` hands on `v` and needs not the sum (whose value the
+    reverse would otherwise keep per iteration)."""
+    latch = loop.latches[0]
+    ids = {id(i) for i in region}
+    out = []
+    for phi in loop.header.phis():
+        acc = next((v for v, b in zip(phi.operands, phi.incoming) if b is latch), None)
+        if not (isinstance(acc, Instruction) and id(acc) in ids and acc.opcode == "fadd"
+                and phi in acc.operands and acc.operands[0] is not acc.operands[1]):
+            continue
+        if any(acc in i.operands for i in region):
+            continue
+        out.append(acc)
+    return out
 
 
 def _live_outs(fn: Function, region: list[Instruction], inside: set[int]) -> list[Instruction]:
@@ -193,7 +216,7 @@ def _rewrite(module: Module, fn: Function, loop: Loop, plan: _Plan) -> Outlined:
     for src in [header] + plan.blocks:
         dst = bmap[src]
         for inst in src.instructions:
-            if inst.opcode == "phi" and src is header:
+            if inst.opcode == "phi" and src is header or inst in plan.kept:
                 continue
             if inst is latch.terminator:
                 if plan.out_float is not None:
@@ -240,7 +263,7 @@ def _rewrite_caller(fn: Function, loop: Loop, plan: _Plan, g: Function,
     if plan.out_float is not None:
         moved[id(plan.out_float)] = tail.append(Instruction(
             "load", plan.out_float.type, [slot], f"{plan.out_float.name}.out", align=8))
-    for inst in plan.recomputed:
+    for inst in plan.kept + plan.recomputed:
         copy = clone_instruction(inst, lambda v: moved.get(id(v), v), lambda b: b)
         copy.metadata = {}
         moved[id(inst)] = tail.append(copy)

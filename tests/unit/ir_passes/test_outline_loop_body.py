@@ -139,6 +139,9 @@ def test_gmm_data_point_loop():
     text, symbol, result = _outlined(bench_kernels.gmm_objective, types,
                                      ("dup", "dup", "dup", "const", "const", "const"))
     assert result.function is not None, result.reason
+    # the carried sum slse is added after the call: g hands on its term, not the sum
+    assert not any(a.name.startswith("slse") for a in result.function.args)
+    assert "fadd double %slse" in text
     run = _runner(text, symbol, 6)
     rng = np.random.default_rng(1)
     d, k, n = 3, 4, 20
