@@ -72,6 +72,20 @@ def read_before_fill(x):
     return s
 
 
+def written_after_loop(x, y):
+    """Not checkpointed: the body reads y, which is written after the loop."""
+    n, d = x.shape
+    t = np.empty(d)
+    s = 0.0
+    for i in range(n):
+        for j in range(d):
+            t[j] = math.exp(y[j] * x[i, j])
+        for j in range(d):
+            s += t[j] * t[j]
+    y[0] = s
+    return s
+
+
 def _gmm_args(rng):
     d, k, n = 3, 4, 12
     return (rng.normal(size=k), rng.normal(size=(k, d)),
@@ -84,6 +98,8 @@ KERNELS = [
            lambda rng: (rng.uniform(-1, 1, (6, 4)), np.zeros(6)), outputs=(1,)),
     Kernel("raising_rows", raising_rows, lambda rng: (rng.uniform(-1, 1, (5, 3)),)),
     Kernel("read_before_fill", read_before_fill, lambda rng: (rng.uniform(-1, 1, (5, 3)),)),
+    Kernel("written_after_loop", written_after_loop,
+           lambda rng: (rng.uniform(-1, 1, (5, 3)), rng.uniform(-1, 1, 3)), outputs=(1,)),
 ]
 
 
@@ -134,6 +150,7 @@ def _per_point(stages) -> int:
     (filled_rows, "float64[:,::1], float64[::1]", ("dup", "dup"), True),
     (raising_rows, "float64[:,::1]", ("dup",), True),
     (read_before_fill, "float64[:,::1]", ("dup",), False),
+    (written_after_loop, "float64[:,::1], float64[::1]", ("dup", "dup"), False),
 ])
 def test_which_loops_are_checkpointed(fn, types, acts, outlined):
     text = _stages(fn, acts, types, True).module_text

@@ -28,12 +28,12 @@ from ...ir.types import I32, I64, PTR, VOID, StructType
 from ...ir.values import (Argument, Constant, Function, GlobalRef, Instruction, Value,
                           const_int, zero)
 from ...known.memory import pointer_base
-from ...known.model import Role, role_of, runtime_call
+from ...known.model import Role, runtime_call
 from ..callees import callee_spec, memoised, written_parameters, written_targets
 from ..prepare import prepare_calls
 from ..spec import Activity, DiffSpec, ReturnLeaf, SplitSpec
 from .availability import Availability, BlockContext
-from .kept import written_after
+from .kept import emit_reference, local_owner, written_after
 from .split import STATE_ARRAY
 from .state import ReverseState
 
@@ -47,7 +47,8 @@ def touches(info: ActivityInfo, inst: Instruction) -> bool:
 
 
 def check_call(st: ReverseState, inst: Instruction, callee: Function) -> None:
-    """Refuse what the callee's reverse half cannot be trusted with at this call."""
+    """Refuse what the callee's reverse half cannot be trusted with at this call; keep
+    the local arrays it only reads alive until the call's reverse (`kept.py`)."""
     written = written_parameters(st.module)
     writes = written.get(callee.name or "", frozenset())
     bases: dict[int, list[int]] = {}
@@ -55,25 +56,24 @@ def check_call(st: ReverseState, inst: Instruction, callee: Function) -> None:
         if not op.type.is_pointer:
             continue
         bases.setdefault(id(pointer_base(op)), []).append(i)
-        if i not in writes and not _unchanged_after(st, inst, op, written):
+        if i in writes or st.plan.read_only(op):
+            continue
+        targets = lambda call: written_targets(call, written)    # noqa: E731
+        base, owned = pointer_base(op), local_owner(op)
+        if isinstance(base, Argument) and not written_after(inst, [base], targets=targets):
+            continue
+        if owned is None or written_after(inst, owned[1], targets=targets):
             raise st.diag.unsupported(f"call to @{callee.name}, which is not inlined, reads "
                                       f"memory (%{op.name}) written after the call", inst, _HINT)
+        emit_reference(st.b, st.module, st.map(owned[0]), Role.INCREF)
+        if st.owned is not None:    # split mode: released if the state dies unreversed
+            st.owned_pushes.setdefault(inst.block, []).append(st.map(owned[0]))
+        st.kept.setdefault(inst, []).append(owned[0])
     for same in bases.values():
         if len(same) > 1 and writes.intersection(same):
             raise st.diag.unsupported(f"call to @{callee.name}, which is not inlined, handed "
                                       "memory it writes through two arguments", inst,
                                       "not supported yet: pass distinct arrays")
-
-
-def _unchanged_after(st: ReverseState, inst: Instruction, ptr: Value, written: dict) -> bool:
-    if st.plan.read_only(ptr):
-        return True
-    base = pointer_base(ptr)
-    if role_of(base) is Role.HANDLE_DATA:        # a local array: its owner stands for it
-        base = base.operands[0]                   # type: ignore[union-attr]
-    elif not isinstance(base, Argument):
-        return False
-    return not written_after(inst, [base], targets=lambda call: written_targets(call, written))
 
 
 # The string attribute of a callee whose calls' reverse recomputes it (a checkpointed loop's
@@ -185,6 +185,8 @@ def emit_reverse_call(st: ReverseState, avail: Availability, ctx: BlockContext,
     args += [null, null, zero64, one, state, zero64, one]
     b.call(GlobalRef(spec.split.reverse), args, I32)   # type: ignore[union-attr]
     b.call(declare(st.module, runtime_call(Role.RAW_FREE).name, VOID, [PTR]), [state], VOID)
+    for owner in st.kept.get(inst, ()):
+        emit_reference(b, st.module, avail.value(ctx, owner), Role.DECREF)
     grads = b.load(spec.ret_type, out)               # type: ignore[arg-type]
     active = [p for p in spec.params if p.activity is Activity.ACTIVE]
     for k, p in enumerate(active):
