@@ -407,7 +407,15 @@ def test_values_several_blocks_of_an_iteration_need_are_taped_once():
     their own reverses; the loop's latch tapes it once and its reverse keeps it in a slot."""
     report = inspection_of("gated_cells").tape
     names = [e.value for e in report.taped if e.type == "double"]
-    assert len(names) == len(set(names)) == 6, names
+    assert len(names) == len(set(names)) == 5, names
+
+
+def test_a_sigmoid_keeps_the_exponential_not_its_denominator():
+    """g = 1 / (1 + exp(-a)): the reverse keeps exp(-a) for exp's own derivative and rebuilds
+    1 + exp(-a), the division's, from it (one slot per element instead of two)."""
+    [kept] = [e for e in inspection_of("gated_cells").tape.taped
+              if "result of llvm.exp" in e.reason]
+    assert "operand of recomputed" in kept.reason
 
 
 def test_stencil_row_trip_count_recomputed():

@@ -13,7 +13,9 @@ RULES = (
     f"{RECOMPUTE_COST // 2} float-arithmetic instructions (a float one counts twice), or loads of memory the function never writes (or, in one call, does not write after "
     "the load), whose leaves are free or hoisted "
     "(cloned per use; LLVM hoists invariant parts out of the reverse loops); in its own "
-    "block, a product of two active values, whose adjoint reads them anyway; and, with "
+    "block, a product of two active values, whose adjoint reads them anyway; a float add, "
+    "subtract, multiply or negation of one math call's result, kept anyway, and values it "
+    "can rebuild (a sigmoid's 1 + exp(-x) beside exp(-x)); and, with "
     "vector math, a libmvec-vectorised math call in a one-block loop varying with every "
     "loop around it (a vector call per use against 8 bytes per element to memory and back)",
     "spill: values computed at most once per call (one stack slot per call)",

@@ -186,7 +186,8 @@ class ReversePlan:
         iv = self.ivs.get(v) or self.pointer_ivs.get(v)
         if iv is not None and at in iv.loop.blocks:
             return Access.IV
-        if self._recomputable(v, at, depth=0) or (v in self.products and v.block is at):
+        if self._recomputable(v, at, depth=0) or (v in self.products and v.block is at) \
+                or self._beside_math_result(v, at):
             return Access.RECOMPUTE
         rec = self.recurrences.get(v)
         if rec is not None and at in rec.loop.blocks and rec.available(self, at) \
@@ -195,6 +196,17 @@ class ReversePlan:
         if self.hoist_loop(v, at) is not None:
             return Access.HOIST
         return Access.TAPE
+
+    def _beside_math_result(self, v: Instruction, at: Block) -> bool:
+        """A float add, subtract, multiply or negation of one math call's result, which the
+        reverse keeps anyway for the call's own derivative, and operands it can rebuild:
+        rebuilt from that result (a sigmoid's `1 + exp(-x)` beside `exp(-x)`). At worst the
+        result's slot replaces `v`'s."""
+        if v.opcode not in ("fadd", "fsub", "fmul", "fneg") or v.block is None \
+                or not dominates(self.idom, v.block, at):
+            return False
+        kept = [op for op in v.operands if not self._recomputable(op, at, depth=2)]
+        return len(kept) == 1 and isinstance(kept[0], Instruction) and kept[0].opcode == "call"
 
     def hoist_loop(self, v: Value, at: Block) -> Loop | None:
         """The outermost loop around `at` that does not contain `v`'s definition, when `v`
