@@ -24,7 +24,7 @@ def split_aggregate_merges(fn: Function) -> bool:
         return False                     # the usual case: no users map to build
     changed = False
     while True:
-        users = _users(fn)
+        users = fn.users()
         merge = next((i for i in fn.instructions() if _splittable(i, users)), None)
         if merge is None:
             break
@@ -33,14 +33,6 @@ def split_aggregate_merges(fn: Function) -> bool:
     if changed:
         _drop_dead_aggregates(fn)
     return changed
-
-
-def _users(fn: Function) -> dict[int, list[Instruction]]:
-    users: dict[int, list[Instruction]] = {}
-    for inst in fn.instructions():
-        for op in inst.operands:
-            users.setdefault(id(op), []).append(inst)
-    return users
 
 
 def _is_aggregate_merge(inst: Instruction) -> bool:

@@ -119,10 +119,7 @@ def _filled_temporaries(fn: Function) -> dict[Instruction, tuple[Instruction, li
     """Allocations (by owner) written by exactly one store, whose owner goes only to data,
     incref and decref calls (and its null check) and whose data pointers only address loads and that store:
     owner -> (store, loads)."""
-    users: dict[int, list[Instruction]] = {}
-    for inst in fn.instructions():
-        for op in inst.operands:
-            users.setdefault(id(op), []).append(inst)
+    users = fn.users()
     out: dict[Instruction, tuple[Instruction, list[Instruction]]] = {}
     for owner in fn.instructions():
         if role_of(owner) is not Role.HANDLE_ALLOC:

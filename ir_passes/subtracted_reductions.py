@@ -28,14 +28,14 @@ __all__ = ["negate_subtracted_adjoints"]
 def negate_subtracted_adjoints(fn: Function) -> bool:
     """Rewrite every slot some loop of `fn` only subtracts from; whether any was."""
     changed = False
+    users = fn.users()
     for loop in find_loops(fn):
-        users: dict[int, list[Instruction]] = {}
-        for inst in fn.instructions():
-            for op in inst.operands:
-                users.setdefault(id(op), []).append(inst)
-        for slot, stores in _subtracted_slots(loop, users).items():
+        slots = _subtracted_slots(loop, users)
+        for slot, stores in slots.items():
             _negate(fn, loop, slot, stores, users)
             changed = True
+        if slots:
+            users = fn.users()                  # rewritten: the next loop needs fresh uses
     return changed
 
 

@@ -11,8 +11,6 @@ derivative, not by NRT -- must be freed on every return, which the C heap's size
 """
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import math
 
 import numba
@@ -22,6 +20,7 @@ import pytest
 from enzyme_py import derive_diff
 from tests.kernels import by_name
 from tests.support.arrays import copy_args, make_shadow
+from tests.support.c_heap import c_heap_bytes
 from tests.support.gradcheck import activities, check_reverse
 from tests.support.nrt_stats import NRTCounter
 
@@ -203,23 +202,8 @@ def test_nrt_balanced_over_raising_calls(mode, nrt_stats):
 # --------------------------------------------------------------------------------- the tape
 
 
-def _c_heap_bytes():
-    """Bytes in use in the C heap (glibc mallinfo2: arena + mmapped chunks), or None."""
-    path = ctypes.util.find_library("c")
-    libc = ctypes.CDLL(path) if path else None
-    if libc is None or not hasattr(libc, "mallinfo2"):
-        return None
-
-    class MallInfo2(ctypes.Structure):
-        _fields_ = [(n, ctypes.c_size_t) for n in (
-            "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks",
-            "uordblks", "fordblks", "keepcost")]
-    libc.mallinfo2.restype = MallInfo2
-    return lambda: (lambda m: m.uordblks + m.hblkhd)(libc.mallinfo2())
-
-
 def test_tape_is_freed_on_every_return():
-    heap = _c_heap_bytes()
+    heap = c_heap_bytes()
     if heap is None:
         pytest.skip("needs glibc's mallinfo2")
     f = numba.njit(boundscheck=True)(weighted_pick)

@@ -5,13 +5,11 @@ the retiming applied (the linked module holds the retimed loop), and the gradien
 with the pass on and off (same additions in the same order)."""
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 import ir_passes.reverse_loops as reverse_loops
-from enzyme_py import derive_diff
 from enzyme_py.inspection import inspection
-from tests.support.gradcheck import check_inner_product, check_reverse
+from tests.support.gradcheck import check_inner_product, check_reverse, seeded_reverse
 from tests.support.kernel import kernel
 from tests.test_tape_placement import heat_swap
 
@@ -73,25 +71,12 @@ def test_retimed_in_linked_module(name):
     assert ".retimed.done" in text
 
 
-def _gradient(k, acts, tag):
-    d = derive_diff(k.fn, f"retime_{k.name}_{tag}", acts)
-    args = k.make_args(np.random.default_rng(5))
-    call, shadows = [], []
-    for a, act in zip(args, acts):
-        call.append(a.copy() if isinstance(a, np.ndarray) else a)
-        if act == "dup":
-            shadows.append(np.random.default_rng(len(shadows)).standard_normal(a.shape))
-            call.append(shadows[-1])
-    result = d(*call)
-    return result, shadows
-
-
 @pytest.mark.parametrize("name", KERNELS)
 def test_bit_identical_without_retiming(name, monkeypatch):
     k, _, acts = KERNELS[name]
-    on = _gradient(k, acts, "on")
+    on = seeded_reverse(k, acts, f"retime_{k.name}_on")
     monkeypatch.setattr(reverse_loops, "retime_accumulations", lambda fn: False)
-    off = _gradient(k, acts, "off")
+    off = seeded_reverse(k, acts, f"retime_{k.name}_off")
     assert repr(on[0]) == repr(off[0])
     for a, b in zip(on[1], off[1]):
         assert a.tobytes() == b.tobytes()

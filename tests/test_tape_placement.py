@@ -329,15 +329,19 @@ def test_triangular_loop_pushes_nothing_per_inner_iteration():
 def test_reads_of_a_filled_temporary_are_rebuilt_from_its_fill():
     """xc[j] is read after the loop that filled it with x[i, j] - means[j]: the reads become
     that expression again (x and means are never written, so the reverse reloads them), and
-    xc's stores, read by nobody now, go. What is left per row: exp(icf[j]) for its
-    derivative and qxc[j] (accumulated in the triangular loop) for the squared norm; the
-    packed index once per row i (rebuilt backwards over j). Nothing per (j, l)."""
+    xc's stores, read by nobody now, go. What is left per row: qxc[j] (accumulated in the
+    triangular loop) for the squared norm; the packed index once per row i (rebuilt
+    backwards over j). exp(icf[j]), the same for every row, is kept in a table of d slots
+    (`tables.py`). Nothing per (j, l)."""
     ins = inspection_of("temporaries_triangle")
     report = ins.tape
     [triangular] = [l for l in report.loops if l.depth == 3]
     assert not any(triangular.header in e.loops for e in report.taped)
     assert sorted(e.reason.split(" ")[1 if e.type == "i64" else 0] for e in report.taped) == [
-        "after", "operands", "result"]
+        "after", "operands"]
+    [tabled] = report.tabled
+    assert tabled.reason.startswith("result of llvm.exp")
+    assert str(report.table_bytes(tabled)) == "8 * x.shape[1]"
     assert len([line for line in ins.text("canonical").splitlines()
                 if line.lstrip().startswith("store double")]) == 3   # qxc's two, the result
 

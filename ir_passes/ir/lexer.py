@@ -47,6 +47,8 @@ def tokenize(text: str) -> list[Token]:
 
 def bracket_depth(line: str) -> int:
     """Net count of open brackets on a line, ignoring strings and comments."""
+    if '"' not in line and ";" not in line:     # brackets are then punctuation only
+        return sum(map(line.count, "([{")) - sum(map(line.count, ")]}"))
     depth = 0
     for tok in tokenize(line):
         if tok.kind == "punct":

@@ -263,6 +263,14 @@ class Function(Value):
                     preds[succ].append(block)
         return preds
 
+    def users(self) -> dict[int, list[Instruction]]:
+        """The instructions using each value, by the value's id (in block order)."""
+        users: dict[int, list[Instruction]] = {}
+        for inst in self.instructions():
+            for op in inst.operands:
+                users.setdefault(id(op), []).append(inst)
+        return users
+
 
 class Module:
     """A module: functions plus the top-level text we carry through unchanged.

@@ -642,3 +642,19 @@ def run_check(kernel: Kernel, check: str, width: int = 3) -> CheckResult:
         return check_vector_forward(kernel, width)
     return {"forward": check_forward, "reverse": check_reverse,
             "inner_product": check_inner_product}[check](kernel)
+
+
+def seeded_reverse(kernel: Kernel, activities: tuple[str, ...], name: str,
+                   **derive_options: Any) -> tuple[Any, list[np.ndarray]]:
+    """`derive_diff(kernel.fn, name, activities, **derive_options)` called once on the
+    kernel's arguments (seed 5) with fixed random shadows for its `dup` arrays: (its result,
+    those shadows after the call), for comparing two builds of one derivative bit for bit."""
+    from enzyme_py import derive_diff
+    d = derive_diff(kernel.fn, name, activities, **derive_options)
+    call, shadows = [], []
+    for a, act in zip(kernel.make_args(np.random.default_rng(5)), activities):
+        call.append(a.copy() if isinstance(a, np.ndarray) else a)
+        if act == "dup":
+            shadows.append(np.random.default_rng(len(shadows)).standard_normal(a.shape))
+            call.append(shadows[-1])
+    return d(*call), shadows

@@ -65,6 +65,9 @@ class Availability:
             out = b.load(v.type, slot, (v.name or "") + ".spill")
         elif kind is Retention.HOIST:
             out = self._hoisted(ctx, v, Need.VALUE)
+        elif kind is Retention.TABLE:
+            nest = st.plan.table_nest(v, ctx.block)
+            out = st.tables.read(b, v, nest, lambda l: self.value(ctx, st.counters[l]))
         elif kind is Retention.RECURRENCE:
             rec = st.plan.recurrences[v]
             after = b.load(I64, st.recurrence_slots[v], (v.name or "") + ".after")

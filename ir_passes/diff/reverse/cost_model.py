@@ -21,6 +21,9 @@ RULES = (
     "spill: values computed at most once per call (one stack slot per call)",
     f"hoist: values invariant in the loops around the use ({SLOT} bytes per run of the "
     "outermost such loop, taped at its exits, read from a stack slot by its reverse)",
+    f"table: values invariant in the outermost loop around them, inside loops with trip "
+    f"counts known when it starts ({SLOT} bytes per iteration of those inner loops, stored "
+    "by the forward pass, read back at the same slot; in one call only)",
     f"tape: everything else: math-call results, loads of written memory, loop-carried "
     f"values ({SLOT} bytes, an i1 one, an i32 or float four, per execution of the block that "
     "needs it)",

@@ -65,6 +65,7 @@ def synthesize_reverse(module: Module, spec: DiffSpec,
     st.tape.fit([[v.type for v, _ in frame] for frame in st.frames.values()])
     control.pop_frames()
     control.finish()
+    st.tables.finish()
     first = st.fwd[st.primal.entry]          # pushes split blocks: st.fwd moves to the tails
     presized = presized_loops(st)
     unchecked = unchecked_blocks(st, presized)

@@ -38,10 +38,7 @@ class LastUpdate:
 def find_last_updates(plan: ReversePlan, fn: Function) -> dict[Instruction, LastUpdate]:
     """The conditions of running-max/min selects the reverse pass can replace, with their
     idiom (see the module docstring)."""
-    users: dict[int, list[Instruction]] = {}
-    for inst in fn.instructions():
-        for op in inst.operands:
-            users.setdefault(id(op), []).append(inst)
+    users = fn.users()
     out: dict[Instruction, LastUpdate] = {}
     for loop in plan.loops:
         if not _left_from_latch(plan, loop):

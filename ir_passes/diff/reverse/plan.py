@@ -16,6 +16,9 @@ For every primal value the reverse pass needs, one of four answers (`ReversePlan
 - "hoist": invariant in the loops around the use that do not contain its definition (a
   shadow base pointer, a pointer phi of an outer loop, a row offset): taped once per run of
   the outermost such loop, at its exits, and read from a stack slot by that loop's reverse;
+- "table": invariant in the outermost loop around it, varying with inner loops whose trip
+  counts are known when it starts: stored per iteration into a table with a slot per inner
+  iteration, read back at the same slot (`tables.py`);
 - "tape": everything else (loop-carried floats, results of math calls, loads from memory
   that is written) is pushed on the tape by the forward pass.
 """
@@ -23,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...analysis.cfg import Loop, dominates, dominators, find_loops, reverse_post_order
 from ...errors import UnsupportedError
@@ -35,7 +38,10 @@ from ...known.model import is_local_allocation, written_arguments
 from ..returns import is_exceptional_return
 from .kept import written_after
 
-_PURE = {"add", "sub", "mul", "shl", "lshr", "ashr", "and", "or", "xor", "icmp", "fcmp",
+if TYPE_CHECKING:
+    from .tables import TableNest
+
+PURE_OPCODES = {"add", "sub", "mul", "shl", "lshr", "ashr", "and", "or", "xor", "icmp", "fcmp",
          "select", "trunc", "zext", "sext", "fptrunc", "fpext", "fptoui", "fptosi", "uitofp",
          "sitofp", "bitcast", "getelementptr", "freeze", "extractvalue", "insertvalue",
          "fadd", "fsub", "fmul", "fneg", "ptrtoint", "inttoptr"}
@@ -51,6 +57,7 @@ class Access(Enum):
     RECOMPUTE = "recompute"
     HOIST = "hoist"
     RECURRENCE = "recurrence"
+    TABLE = "table"
     TAPE = "tape"
 
 
@@ -94,6 +101,8 @@ class ReversePlan:
         self.recurrences: dict[Instruction, Any] = {}   # set by the synthesizer (recurrences.py)
         self._reloadable: dict[int, bool] = {}
         self._recomputable_memo: dict[tuple[int, int, int], bool] = {}
+        self._leaving: dict[int, frozenset[Block]] = {}
+        self._tables: dict[tuple[int, int], TableNest | None] = {}
 
     # ------------------------------------------------------------ loops
     def preheader(self, loop: Loop) -> Block:
@@ -195,7 +204,17 @@ class ReversePlan:
             return Access.RECURRENCE
         if self.hoist_loop(v, at) is not None:
             return Access.HOIST
+        if self.table_nest(v, at) is not None:
+            return Access.TABLE
         return Access.TAPE
+
+    def table_nest(self, v: Value, at: Block) -> TableNest | None:
+        """The loop nest `v` can be kept in a table for (`tables.TableNest`), or None."""
+        from .tables import table_nest
+        key = (id(v), id(at))
+        if key not in self._tables:
+            self._tables[key] = table_nest(self, v, at)
+        return self._tables[key]
 
     def _beside_math_result(self, v: Instruction, at: Block) -> bool:
         """A float add, subtract, multiply or negation of one math call's result, which the
@@ -234,14 +253,21 @@ class ReversePlan:
                 is not loop:                                   # type: ignore[arg-type]
             return None
         latch = self.latch(loop)
-        if not dominates(self.idom, at, latch):
+        leaving = self.leaving_blocks(loop)
+        if not dominates(self.idom, at, latch) or not leaving <= {latch, loop.header} \
+                or (at is loop.header and at is not latch and at in leaving):
             return None
-        for block in loop.blocks:
-            leaves = block in self.returns or any(
-                s not in loop.blocks and not _raises(s) for s in block.successors())
-            if leaves and block is not latch and (block is not loop.header or at is block):
-                return None
         return latch
+
+    def leaving_blocks(self, loop: Loop) -> frozenset[Block]:
+        """The blocks of `loop` that leave it other than by raising: a normal return, or a
+        branch out of it to a block that does not raise (after raising no reverse runs)."""
+        known = self._leaving.get(id(loop))
+        if known is None:
+            known = self._leaving[id(loop)] = frozenset(
+                b for b in loop.blocks if b in self.returns or any(
+                    s not in loop.blocks and not _raises(s) for s in b.successors()))
+        return known
 
     def exits(self, loop: Loop) -> list[Block]:
         """Blocks outside `loop` entered from it, in a fixed order."""
@@ -279,7 +305,7 @@ class ReversePlan:
             return False
         # integer min/max/abs too: Numba clamps range() bounds with smax, so a loop's trip
         # count is recomputed from them instead of taped per run
-        pure = (v.opcode == "load" and self.reloadable(v)) or v.opcode in _PURE \
+        pure = (v.opcode == "load" and self.reloadable(v)) or v.opcode in PURE_OPCODES \
             or (v.callee_name or "").startswith(PURE_INTEGER_INTRINSICS) \
             or self.streamed_math(v, at)
         if pure and all(self._recomputable(op, at, depth) for op in v.operands):
@@ -389,4 +415,5 @@ def _known_base(base: Value) -> bool:
         base.opcode == "alloca" or is_local_allocation(base)))
 
 
-__all__ = ["Access", "InductionVariable", "RECOMPUTE_COST", "ReversePlan", "written_bases"]
+__all__ = ["Access", "InductionVariable", "PURE_OPCODES", "RECOMPUTE_COST", "ReversePlan",
+           "written_bases"]

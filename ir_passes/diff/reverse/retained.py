@@ -14,13 +14,16 @@ class Retention(Enum):
     slot written at most once ("spill"), cloned from available operands ("recompute"), or
     rebuilt from a reverse loop counter ("iv"), or taped once per run of a loop it is
     invariant in and kept in a stack slot while the loop's reverse runs ("hoist"), or
-    rebuilt backwards in a stack slot from its value after the loop ("recurrence")."""
+    rebuilt backwards in a stack slot from its value after the loop ("recurrence"), or
+    stored into a table slot per inner iteration of the outermost loop it does not vary
+    with ("table", `tables.py`)."""
     TAPE = "tape"
     SPILL = "spill"
     RECOMPUTE = "recompute"
     IV = "iv"
     HOIST = "hoist"
     RECURRENCE = "recurrence"
+    TABLE = "table"
 
     @staticmethod
     def of(access: Access) -> Retention:

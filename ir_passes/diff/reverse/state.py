@@ -25,6 +25,7 @@ from .plan import InductionVariable, ReversePlan
 from .retained import Retained
 from .last_update import find_last_updates
 from .recurrences import find_recurrences
+from .tables import Tables
 from .tape import Tape
 
 
@@ -91,6 +92,7 @@ class ReverseState:
         self.owned = (Tape(module, self.fn, self.entry, "owned", parked=False)
                       if spec.split else None)
         self.owned_pushes: dict[Block, list[Value]] = {}
+        self.tables = Tables(self)                      # values kept in tables (tables.py)
         # allocations kept between calls -> slots of the primal array and of its shadow
         self.keeps_allocations = not returns_memory(self.primal, self.retptr)
         self.kept_allocations: dict[Instruction, tuple[GlobalRef, GlobalRef]] = {}
@@ -131,7 +133,7 @@ class ReverseState:
         stays parked for the next forward half) at `b`."""
         if self.owned is not None:
             self.owned.release(b)
-        self.tape.release(b)
+        self.tables.releases.append(self.tape.release(b))
 
     def alloca(self, t: Type, name: str) -> Instruction:
         """An alloca in the entry block (kept before the entry's eventual terminator)."""

@@ -138,12 +138,12 @@ class Tape:
             load.align = min(self.align, slot_bytes(load.type))
             b.insert(load)
 
-    def release(self, b: Builder) -> None:
-        """Park the buffer for the next call (see the module docstring)."""
+    def release(self, b: Builder) -> Instruction:
+        """Park the buffer for the next call (see the module docstring); returns the call."""
         fn = self.module.functions.get(RELEASE_FUNCTION)
         if fn is None or fn.is_declaration:
             fn = _build_release(self.module)
-        b.call(fn, [b.load(PTR, self.base), b.load(PTR, self.end)], VOID)
+        return b.call(fn, [b.load(PTR, self.base), b.load(PTR, self.end)], VOID)
 
     def _grow_fn(self) -> Function:
         fn = self.module.functions.get(GROW_FUNCTION)

@@ -13,6 +13,8 @@ a derivative's module to differentiate it, `differentiable_tapes` rewrites the m
 - its buffers come from `TAPE_ALLOCATE` (a raw allocation, role RAW_ALLOC), which tells the
   analyses that the memory is a tape: the integers read back from it (loop counts, branches
   taken) are numbers without derivative (`analysis.activity.tape_numbers`);
+- the tables of values invariant in an outer loop (`tables.py`) come from `TAPE_ALLOCATE`
+  too and are freed with the runtime's;
 - the temporaries and their shadows are allocated and released each call, not kept in slots
   (`parked_shadows.py`; a forward derivative's kept temporaries, `forward_kept.py`, too).
 
@@ -30,6 +32,7 @@ from ...known.memory import TAPE_ALLOCATE
 from ...known.model import Role, runtime_call
 from ..shadows import allocate_shadow, release
 from .parked_shadows import PARK_FUNCTION, TAKE_FUNCTION
+from .tables import TABLE_ALLOCATE, TABLE_BODIES, TABLE_FREE
 from .tape import _STATE, GROW_FUNCTION, PARKED, RELEASE_FUNCTION, SLOT, _umax
 
 def differentiable_tapes(text: str) -> str:
@@ -47,6 +50,14 @@ def differentiable_tapes(text: str) -> str:
             fn.blocks = []
             fn.fn_attrs = ""
             build(module, fn)
+    for name, free in ((TABLE_ALLOCATE, False), (TABLE_FREE, True)):   # tables.py
+        fn = module.functions.get(name)
+        if fn is not None and not fn.is_declaration:
+            fn.blocks = []
+            fn.fn_attrs = ""
+            runtime = (declare(module, runtime_call(Role.RAW_FREE).name, VOID, [PTR]) if free
+                       else declare(module, TAPE_ALLOCATE, PTR, [I64]))
+            TABLE_BODIES[name](module, fn, runtime)
     return print_module(module)
 
 

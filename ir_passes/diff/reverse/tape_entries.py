@@ -56,6 +56,17 @@ class TapeReport:
         return tuple(e for e in self.entries if e.kind is Retention.SPILL)
 
     @property
+    def tabled(self) -> tuple[TapeEntry, ...]:
+        """Values kept in a table over the inner loops of their nest (`tables.py`)."""
+        return tuple(e for e in self.entries if e.kind is Retention.TABLE)
+
+    def table_bytes(self, entry: TapeEntry) -> Expr | None:
+        """The bytes of a tabled value's table: a slot per iteration of its inner loops
+        (`entry.loops[1:]`, whose trip counts do not depend on the outer loops')."""
+        n = self._executions(entry.loops[1:])
+        return None if n is None else Expr.const(entry.slot_bytes) * n
+
+    @property
     def recomputed(self) -> tuple[TapeEntry, ...]:
         """Values recomputed or rebuilt (induction variables, recurrences), not predecessor
         choices."""

@@ -37,6 +37,15 @@ def print_tape(report: TapeReport, sizes: Mapping[str, int] | None = None) -> st
         out += _table(rows)
     else:
         out.append(";   (nothing)")
+    tabled = report.tabled
+    if tabled:
+        out.append(f"; in tables ({len(tabled)} value(s) invariant in their outermost loop: "
+                   "stored per inner iteration, read back at the same slot):")
+        rows = [("value", "type", "block", "loops", "table bytes", "needed for", "source")]
+        rows += [(e.value, e.type, e.block, " > ".join(e.loops),
+                  _amount(report.table_bytes(e), sizes), e.reason, _loc(e.source))
+                 for e in tabled]
+        out += _table(rows)
     spilled = report.spilled
     out.append(f"; spilled ({len(spilled)} value(s) computed at most once: one stack slot per "
                "call, stored after the definition):")
@@ -70,6 +79,12 @@ def print_tape(report: TapeReport, sizes: Mapping[str, int] | None = None) -> st
         missing = sorted(s for s in total.symbols() if s not in sizes)
         line += f" (give --sizes {', '.join(f'{s}=N' for s in missing)} for a number)"
     out.append(line)
+    if tabled:
+        tables = Expr.const(0)
+        for e in tabled:
+            n = report.table_bytes(e)
+            tables = None if n is None or tables is None else tables + n
+        out.append(f"; tables per call: {_amount(tables, sizes)} bytes")
     return "\n".join(out) + "\n"
 
 

@@ -98,10 +98,7 @@ class _Report:
         self.trip_counts = TripCounts(self.plan, self.symbols,
                                       lambda l: self._block_name(l.header))
         self.primal_ids = {id(i) for i in fn.instructions()}
-        self.users: dict[int, list[Instruction]] = {}
-        for inst in fn.instructions():
-            for op in inst.operands:
-                self.users.setdefault(id(op), []).append(inst)
+        self.users = fn.users()
 
     def build(self, events: list[Retained]) -> TapeReport:
         rows: list[TapeEntry] = []
@@ -120,12 +117,13 @@ class _Report:
             reason = self._reason(ev, served)
             if ev.kind in REBUILT:
                 served.append(ev)
-            at = spills.get((ev.what, id(ev.value))) if ev.kind is Retention.SPILL else None
-            if at is not None:            # one slot per call, read by several blocks
+            once = ev.kind in (Retention.SPILL, Retention.TABLE)
+            at = spills.get((ev.what, id(ev.value))) if once else None
+            if at is not None:            # one slot (table) per call, read by several blocks
                 readers = f"{rows[at].block}, {self._block_name(ev.block)}"
                 rows[at] = replace(rows[at], block=readers)
                 continue
-            if ev.kind is Retention.SPILL:
+            if once:
                 spills[(ev.what, id(ev.value))] = len(rows)
             key = (id(ev.value), ev.carrier)
             if key in shared:             # taped once by the latch for several blocks
@@ -151,8 +149,9 @@ class _Report:
             name, type_ = v.name or "", str(v.type)
         else:
             name, type_ = self._ref(v), str(v.type)
+        home = v.block if ev.kind is Retention.TABLE else ev.block   # type: ignore[union-attr]
         loops = () if ev.kind is Retention.SPILL else tuple(
-            self._block_name(l.header) for l in self.plan.loops_containing(ev.block))
+            self._block_name(l.header) for l in self.plan.loops_containing(home))
         source = self.diag.source(v) if isinstance(v, Instruction) and not self._synthetic(v) \
             else None
         size = SLOT if ev.what is Need.SHADOW else slot_bytes(v.type)

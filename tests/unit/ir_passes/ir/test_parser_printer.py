@@ -19,6 +19,7 @@ import pytest
 from enzyme_py.numba_bridge.capture import capture
 from ir_passes.canonicalize import verify
 from ir_passes.errors import InvalidIRError
+from ir_passes.ir.lexer import bracket_depth, tokenize
 from ir_passes.ir.parser import parse_function, parse_module, parse_type
 from ir_passes.ir.printer import print_function, print_module
 from tests.support.filecheck import check
@@ -279,3 +280,18 @@ entry:
         CHECK-NEXT: %pair = cmpxchg ptr %p, i32 %old, i32 7 acq_rel monotonic, align 4
         CHECK-NEXT: fence release
     """)
+
+
+@pytest.mark.parametrize("line", [
+    "switch i64 %x, label %d [",
+    "i64 1, label %a ]",
+    '%s = call i32 @"f(" (ptr @"g[")',
+    "store double 1.0, ptr %p ; (unbalanced in a comment",
+    '@c = constant [3 x i8] c"{(["',
+    "%v = insertvalue { [2 x double] } %a, double %b, 0, 1",
+])
+def test_bracket_depth_counts_punctuation_only(line):
+    """The quick count (no quote, no comment on the line) agrees with the tokenized one."""
+    tokenized = sum((t.text in "([{") - (t.text in ")]}") for t in tokenize(line)
+                    if t.kind == "punct")
+    assert bracket_depth(line) == tokenized
