@@ -30,9 +30,10 @@ from typing import Any, Callable, Mapping
 from .aggregate_merges import split_aggregate_merges
 from .analysis.activity import ActivityInfo, analyze_activity, print_activity
 from .canonicalize import optimize
-from .checkpoint_loops import checkpoint_loops
+from .checkpoint_loops import checkpoint_loops, checkpointed_loops
 from .diff.callees import not_inlined_callees
 from .diff.driver import differentiate
+from .diff.reverse.callees import RECOMPUTED
 from .diff.reverse.tape_report import TapeReport, print_tape, tape_report, taped_bytes
 from .diff.seeds import activity_seeds
 from .diff.spec import DiffSpec
@@ -117,8 +118,15 @@ class Stages:
     def module(self) -> Module:
         """The canonical module, parsed (the primal is `self.primal`)."""
         module, self._rewritten = _canonical_module(self.target.canonical_text,
-                                                    self.checkpoint)
+                                                    self.spec, self.checkpointed)
         return module
+
+    @functools.cached_property
+    def checkpointed(self) -> tuple[int, ...]:
+        """The primal's loops checkpointed (`checkpointed_loops`: their headers' indices)."""
+        if not self.checkpoint:
+            return ()
+        return checkpointed_loops(_canonical_module(self.target.canonical_text)[0], self.spec)
 
     @property
     def primal(self) -> Function:
@@ -137,7 +145,8 @@ class Stages:
     def synthesized(self) -> tuple[Module, Function, str]:
         """(the module holding the derivative, without the primal; the derivative; the
         module's verified text)."""
-        module, _ = _canonical_module(self.target.canonical_text, self.checkpoint)
+        module, _ = _canonical_module(self.target.canonical_text, self.spec,
+                                      self.checkpointed)
         fn, text = differentiate(module, self.spec, self.target.title)
         return module, fn, text
 
@@ -166,6 +175,12 @@ class Stages:
             return "; forward mode keeps no tape: tangents are computed beside the primal\n"
         report = self.tape
         text = print_tape(report, sizes)
+        bodies = [f.name.rsplit(".body.", 1)[1] for f in self.module.functions.values()
+                  if RECOMPUTED in f.fn_attrs and f.name and ".body." in f.name]
+        if bodies:
+            text += ("; checkpointed loops (each body outlined; the reverse of an iteration "
+                     "recomputes it, its tape living during that reverse only): "
+                     + ", ".join(bodies) + "\n")
         pushed = taped_bytes(self.derivative)     # read back from the real derivative
         if pushed != report.bytes_by_block():
             text += (f"; warning: the synthesized derivative pushes {pushed} tape byte(s) per "
@@ -174,10 +189,11 @@ class Stages:
         return text
 
 
-def _canonical_module(text: str, checkpoint: bool = False) -> tuple[Module, bool]:
+def _canonical_module(text: str, spec: DiffSpec | None = None,
+                      checkpointed: tuple[int, ...] = ()) -> tuple[Module, bool]:
     """The front end's canonical module parsed, with its aggregate merges split, its
-    loop-invariant loads hoisted and reads of filled temporaries forwarded; whether anything
-    changed."""
+    loop-invariant loads hoisted and reads of filled temporaries forwarded, and the primal's
+    loops `checkpointed` outlined (`checkpoint_loops`); whether anything changed."""
     module = parse_module(text)
     changed = False
     for fn in list(module.functions.values()):
@@ -185,6 +201,7 @@ def _canonical_module(text: str, checkpoint: bool = False) -> tuple[Module, bool
             changed |= split_aggregate_merges(fn)
             changed |= hoist_invariant_loads(fn)
             changed |= forward_stored_values(fn)
-            if checkpoint:
-                changed |= bool(checkpoint_loops(module, fn))
+    if checkpointed:
+        assert spec is not None
+        changed |= bool(checkpoint_loops(module, module.functions[spec.primal], checkpointed))
     return module, changed

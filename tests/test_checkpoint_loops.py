@@ -86,6 +86,35 @@ def written_after_loop(x, y):
     return s
 
 
+def last_row(x, out):
+    """Not checkpointed: every iteration writes out[0] (a reverse re-running the iterations,
+    last first, would leave the first one's value)."""
+    n, d = x.shape
+    s = 0.0
+    for i in range(n):
+        r = 0.0
+        for j in range(d):
+            r += math.sin(x[i, j]) * x[i, j]
+        out[0] = r
+        s += r * r
+    return s
+
+
+def overwritten_after_loop(x, out):
+    """Not checkpointed: out[i] is written once per iteration, but out[0] again after the
+    loop (a re-run iteration would restore its own value)."""
+    n, d = x.shape
+    s = 0.0
+    for i in range(n):
+        r = 0.0
+        for j in range(d):
+            r += math.sin(x[i, j]) * x[i, j]
+        out[i] = r
+        s += r * r
+    out[0] = 2.0 * s
+    return s
+
+
 def _gmm_args(rng):
     d, k, n = 3, 4, 12
     return (rng.normal(size=k), rng.normal(size=(k, d)),
@@ -100,6 +129,10 @@ KERNELS = [
     Kernel("read_before_fill", read_before_fill, lambda rng: (rng.uniform(-1, 1, (5, 3)),)),
     Kernel("written_after_loop", written_after_loop,
            lambda rng: (rng.uniform(-1, 1, (5, 3)), rng.uniform(-1, 1, 3)), outputs=(1,)),
+    Kernel("last_row", last_row,
+           lambda rng: (rng.uniform(-1, 1, (5, 3)), np.zeros(5)), outputs=(1,)),
+    Kernel("overwritten_after_loop", overwritten_after_loop,
+           lambda rng: (rng.uniform(-1, 1, (5, 3)), np.zeros(5)), outputs=(1,)),
 ]
 
 
@@ -151,8 +184,29 @@ def _per_point(stages) -> int:
     (raising_rows, "float64[:,::1]", ("dup",), True),
     (read_before_fill, "float64[:,::1]", ("dup",), False),
     (written_after_loop, "float64[:,::1], float64[::1]", ("dup", "dup"), False),
+    (last_row, "float64[:,::1], float64[::1]", ("dup", "dup"), False),
+    (overwritten_after_loop, "float64[:,::1], float64[::1]", ("dup", "dup"), False),
 ])
 def test_which_loops_are_checkpointed(fn, types, acts, outlined):
     text = _stages(fn, acts, types, True).module_text
     calls = [l for l in text.splitlines() if " call i32 @" in l and ".body.B" in l]
     assert bool(calls) is outlined
+
+
+def test_gmm_loops_chosen():
+    """Of GMM's three outermost loops holding loops, the data-point loop (line 62) and the
+    prior's K loop (line 94, an exp per j taped) are checkpointed; the K loop summing icf
+    (line 56) is not: its reverse keeps nothing per iteration, so a recompute buys nothing.
+    The loops inside a checkpointed body stay in it (no nested checkpointing)."""
+    types, acts = _GMM
+    on = _stages(gmm_objective, acts, types, True)
+    text = on.tape_text({})
+    lines = {l.split()[1]: l.split()[-1] for l in text.splitlines()
+             if l.startswith(";   B") and "trips =" in l}
+    chosen = next(l for l in text.splitlines() if l.startswith("; checkpointed loops"))
+    headers = chosen.split(": ", 1)[1].split(", ")
+    assert sorted(lines[h] for h in headers) == ["bench_kernels.py:62", "bench_kernels.py:94"]
+    bodies = [f for f in on.module.functions.values() if ".body." in (f.name or "")]
+    assert len(bodies) == 2
+    assert not any(i.opcode == "call" and ".body." in getattr(i.callee, "name", "")
+                   for f in bodies for i in f.instructions())

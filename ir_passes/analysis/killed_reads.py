@@ -35,7 +35,7 @@ from ..known.model import (Role, call_record, is_local_allocation, role_of,
                            written_arguments)
 from .cfg import Loop, dominates, dominators, find_loops
 
-__all__ = ["KilledReads", "Verdict", "killed_reads", "print_killed_reads"]
+__all__ = ["KilledReads", "Verdict", "confined", "killed_reads", "print_killed_reads"]
 
 _OWNER_USES = (Role.HANDLE_DATA, Role.INCREF, Role.DECREF)
 
@@ -137,6 +137,13 @@ def _verdict(base: Value, readers: list[Instruction], loop: Loop, loops: list[Lo
             return Verdict(base, False, f"read at %{reader.name or reader.opcode} in "
                                         f"%{reader.block.name} before a whole fill")
     return Verdict(base, True, f"filled by %{fills[0][0].header.name}")
+
+
+def confined(data: Value, body: Loop) -> bool:
+    """Whether the function's allocation with data pointer `data` is seen only through
+    geps, loads and stores (as `_accesses`): no call, return or store hands it on."""
+    return role_of(data) is Role.HANDLE_DATA and \
+        _accesses(data, data.operands[0], body) is not None   # type: ignore[union-attr]
 
 
 def _accesses(data: Value, owner: Value, body: Loop) -> list[Instruction] | None:
