@@ -37,7 +37,7 @@ from .diff.reverse.callees import RECOMPUTED
 from .diff.reverse.tape_report import TapeReport, print_tape, tape_report, taped_bytes
 from .diff.seeds import activity_seeds
 from .diff.spec import DiffSpec
-from .errors import EnzymePyError
+from .errors import EnzymePyError, UnsupportedError
 from .invariant_loads import hoist_invariant_loads
 from .stored_values import forward_stored_values
 from .reverse_loops import rescheduled
@@ -96,6 +96,7 @@ class Stages:
         self.spec = replace(target.spec, vector_math=frozenset(libmvec_variants())) \
             if vector_math else target.spec
         self.vector_math = vector_math
+        self._checkpointed: tuple[Module, Function, str]    # `synthesized`, if checkpointed
 
     def text(self, stage: str, sizes: Mapping[str, int] | None = None) -> str:
         """The text of `stage` (aliases allowed); `sizes` give the tape's totals."""
@@ -123,10 +124,21 @@ class Stages:
 
     @functools.cached_property
     def checkpointed(self) -> tuple[int, ...]:
-        """The primal's loops checkpointed (`checkpointed_loops`: their headers' indices)."""
+        """The primal's loops checkpointed (`checkpointed_loops`: their headers' indices);
+        none when the derivative cannot be synthesized with them (e.g. a body handed the
+        address of an active array): those loops keep today's tape."""
         if not self.checkpoint:
             return ()
-        return checkpointed_loops(_canonical_module(self.target.canonical_text)[0], self.spec)
+        text = self.target.canonical_text
+        chosen = checkpointed_loops(_canonical_module(text)[0], self.spec)
+        if chosen:
+            module, _ = _canonical_module(text, self.spec, chosen)
+            try:
+                self._checkpointed = (module, *differentiate(module, self.spec,
+                                                             self.target.title))
+            except UnsupportedError:
+                return ()
+        return chosen
 
     @property
     def primal(self) -> Function:
@@ -145,8 +157,9 @@ class Stages:
     def synthesized(self) -> tuple[Module, Function, str]:
         """(the module holding the derivative, without the primal; the derivative; the
         module's verified text)."""
-        module, _ = _canonical_module(self.target.canonical_text, self.spec,
-                                      self.checkpointed)
+        if self.checkpointed:                       # synthesized there
+            return self._checkpointed
+        module, _ = _canonical_module(self.target.canonical_text)
         fn, text = differentiate(module, self.spec, self.target.title)
         return module, fn, text
 

@@ -6,10 +6,14 @@ its augmented forward called from the reverse) and its tape gone from the caller
 from __future__ import annotations
 
 import functools
+import json
 import math
+import os
 import pathlib
+import subprocess
 import sys
 
+import numba
 import numpy as np
 import pytest
 
@@ -18,6 +22,7 @@ from enzyme_py.inspection import inspection
 from ir_passes.pipeline import Stages
 from tests.support.gradcheck import check_inner_product, check_reverse
 from tests.support.kernel import Kernel
+from tests.test_split import split_as_reverse
 
 sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "examples" / "benchmarks"))
 from bench_kernels import gmm_objective  # noqa: E402
@@ -210,3 +215,160 @@ def test_gmm_loops_chosen():
     assert len(bodies) == 2
     assert not any(i.opcode == "call" and ".body." in getattr(i.callee, "name", "")
                    for f in bodies for i in f.instructions())
+
+
+# ---------------------------------------------------------------- with the other options
+
+def split_checkpointed(f, name, activities, mode="reverse", **kw):
+    """Split halves with checkpoint=True, called with reverse mode's conventions."""
+    return split_as_reverse(f, name, activities, mode, checkpoint=True, **kw)
+
+
+@pytest.mark.parametrize("kernel", [k for k in KERNELS if k.name in
+                                    ("gmm", "filled_rows", "raising_rows")], ids=lambda k: k.name)
+def test_split_mode(kernel):
+    """The halves compose to reverse mode, against finite differences and forward mode;
+    the loop is checkpointed in the forward half's state too (its tape smaller)."""
+    check_reverse(kernel, derive=split_checkpointed)
+    check_inner_product(kernel, derive=lambda f, n, a, mode, **kw: split_checkpointed(
+        f, n, a, **kw) if mode == "reverse" else derive_diff(f, n, a, mode, **kw))
+
+
+def test_split_tape_is_smaller():
+    x, out = np.random.default_rng(3).uniform(-1, 1, (6, 4)), np.zeros(6)
+    sizes = []
+    for on in (False, True):
+        fwd, _ = derive_diff(filled_rows, None, ("dup", "dup"), mode="split", checkpoint=on)
+        sizes.append(fwd(x, np.zeros_like(x), out, np.ones(6))[1].nbytes)
+    assert sizes[1] < sizes[0] / 4, sizes
+
+
+def rows(x):
+    """`filled_rows` with a float result only (for second derivatives)."""
+    n, d = x.shape
+    t = np.empty(d)
+    s = 0.0
+    for i in range(n):
+        for j in range(d):
+            t[j] = math.exp(0.3 * x[i, j])
+        r = 0.0
+        for j in range(d):
+            r += math.sin(t[j]) * t[j]
+        s += r * r
+    return s
+
+
+@pytest.mark.parametrize("inner, outer", [(True, False), (True, True), (False, True)])
+def test_second_order(inner, outer):
+    """Forward over reverse and reverse over reverse, the inner reverse and/or the outer
+    derivative with checkpoint=True: each Hessian against central differences of the
+    gradient, and the two against each other (forward against reverse). Where the outer
+    reverse cannot call a checkpointed body (handed the inner's active arrays), its loops
+    keep their tape."""
+    rev = derive_diff(rows, f"rev_rows_{inner}", ("dup",), checkpoint=inner)
+
+    @numba.njit
+    def gradient(x, g):
+        g[:, :] = 0.0
+        rev(x, g)
+
+    @numba.njit
+    def gradient_dot(x, v):
+        g = np.zeros_like(x)
+        rev(x, g)
+        return (g * v).sum()
+
+    shape = (4, 3)
+    n = shape[0] * shape[1]
+    x = np.random.default_rng(5).uniform(-1, 1, shape)
+    basis = [np.eye(n)[i].reshape(shape) for i in range(n)]
+
+    def grad(x):
+        g = np.zeros(shape)
+        gradient(x, g)
+        return g.ravel()
+    h = 1e-6
+    fd = np.stack([(grad(x + h * e) - grad(x - h * e)) / (2 * h) for e in basis], axis=1)
+    assert [st.checkpointed for st in rev.enzyme.stages.values()] != [()] or not inner
+    fwd_rev = derive_diff(gradient, None, ("dup", "dup"), mode="forward", checkpoint=outer)
+    rev_rev = derive_diff(gradient_dot, None, ("dup", "const"), checkpoint=outer)
+    by_fwd, by_rev = np.empty((n, n)), np.empty((n, n))
+    for i, e in enumerate(basis):
+        tg = np.zeros(shape)
+        fwd_rev(x, e, np.zeros(shape), tg)
+        by_fwd[:, i] = tg.ravel()
+        dx = np.zeros(shape)
+        rev_rev(x, dx, e)
+        by_rev[i, :] = dx.ravel()
+    scale = np.max(np.abs(fd))
+    np.testing.assert_allclose(by_fwd, fd, rtol=1e-5, atol=1e-6 * scale)
+    np.testing.assert_allclose(by_rev, fd, rtol=1e-5, atol=1e-6 * scale)
+    np.testing.assert_allclose(by_rev, by_fwd, rtol=1e-10, atol=1e-12 * scale)
+
+
+_CACHED_KERNEL = '''
+import math
+import numpy as np
+
+
+def rows(x):
+    n, d = x.shape
+    t = np.empty(d)
+    s = 0.0
+    for i in range(n):
+        for j in range(d):
+            t[j] = math.exp(0.3 * x[i, j])
+        r = 0.0
+        for j in range(d):
+            r += math.sin(t[j]) * t[j]
+        s += r * r
+    return s
+'''
+
+_CACHED_CHILD = '''
+import json
+import numpy as np
+import enzyme_py
+from tests.support.gradcheck import fd_gradient
+from kernel import rows
+
+x = np.random.default_rng(0).uniform(-1, 1, (5, 3))
+t = np.cos(np.arange(15.0)).reshape(5, 3)
+on = enzyme_py.derive_diff(rows, "d_rows", ("dup",), cache=True, checkpoint=True)
+off = enzyme_py.derive_diff(rows, "d_rows", ("dup",), cache=True)
+fwd = enzyme_py.derive_diff(rows, "t_rows", ("dup",), mode="forward", cache=True)
+d_on, d_off = np.zeros_like(x), np.zeros_like(x)
+on(x, d_on)
+off(x, d_off)
+print(json.dumps({
+    "on": d_on.tolist(), "off": d_off.tolist(), "fd": fd_gradient(rows, (x,))[0].tolist(),
+    "tangent": fwd(x, t)[1], "t": t.tolist(),
+    "checkpointed": [list(s.checkpointed) for s in on.enzyme.stages.values()],
+    "hits": [sum(d._cache_hits.values()) for d in (on, off)],
+    "misses": [sum(d._cache_misses.values()) for d in (on, off)]}))
+'''
+
+
+def test_disk_cache(tmp_path):
+    """cache=True with checkpoint=True: stored apart from the derivative without it (the
+    option is part of the key), loaded by a second process, same numbers; both against
+    central differences, and against forward mode (<J t, 1> = <t, J^T 1>)."""
+    (tmp_path / "kernel.py").write_text(_CACHED_KERNEL)
+    (tmp_path / "child.py").write_text(_CACHED_CHILD)
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), str(pathlib.Path(__file__).parents[1])])
+    runs = []
+    for _ in range(2):
+        out = subprocess.run([sys.executable, str(tmp_path / "child.py")], cwd=tmp_path,
+                             env=env, capture_output=True, text=True, timeout=600)
+        assert out.returncode == 0, out.stderr[-3000:]
+        r = json.loads(out.stdout.strip().splitlines()[-1])
+        for key in ("on", "off"):
+            np.testing.assert_allclose(r[key], r["fd"], rtol=1e-6, atol=1e-9)
+        assert r["tangent"] == pytest.approx(float(np.sum(np.multiply(r["t"], r["on"]))),
+                                             rel=1e-12)
+        runs.append(r)
+    first, second = runs
+    assert first["misses"] == [1, 1] and first["checkpointed"] not in ([], [[]])
+    assert second["hits"] == [1, 1] and second["misses"] == [0, 0]
+    assert second["on"] == first["on"]
