@@ -16,12 +16,14 @@ import sys
 import numba
 import numpy as np
 import pytest
+from numba.core.runtime import rtsys
 
 from enzyme_py import derive_diff
 from enzyme_py.inspection import inspection
 from ir_passes.pipeline import Stages
 from tests.support.gradcheck import check_inner_product, check_reverse
 from tests.support.kernel import Kernel
+from tests.support.nrt_stats import frees_by, nrt_statistics
 from tests.test_split import split_as_reverse
 
 sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "examples" / "benchmarks"))
@@ -372,3 +374,23 @@ def test_disk_cache(tmp_path):
     assert first["misses"] == [1, 1] and first["checkpointed"] not in ([], [[]])
     assert second["hits"] == [1, 1] and second["misses"] == [0, 0]
     assert second["on"] == first["on"]
+
+
+def test_one_state_buffer():
+    """The iterations' augmented forwards share one state buffer, parked between them and
+    between calls: a call allocates as much as without checkpointing (from Python: what
+    Numba costs to pass the arrays in), not one buffer per iteration; `release()` frees it
+    with the temporaries."""
+    x, out = np.random.default_rng(0).uniform(-1, 1, (6, 4)), np.zeros(6)
+    per_call, released = [], []
+    for on in (False, True):
+        df = derive_diff(filled_rows, None, ("dup", "dup"), checkpoint=on)
+        df(x, np.zeros_like(x), out, np.ones(6))
+        with nrt_statistics():
+            before = rtsys.get_allocation_stats().alloc
+            for _ in range(5):
+                df(x, np.zeros_like(x), out, np.ones(6))
+            per_call.append((rtsys.get_allocation_stats().alloc - before) / 5)
+        released.append(frees_by(df.release, df.release))
+    assert per_call[1] == per_call[0], per_call
+    assert released[1] == [released[0][0] + 1, 0], released

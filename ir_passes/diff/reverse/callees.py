@@ -11,7 +11,10 @@ The callee's derivative is split (`split.py`) into an augmented forward `F` and 
   from the shadow of the return slot, then zeroed) and the state; `R` adds into the
   shadows, returns the gradients of the active float arguments and frees the tape; the
   caller then frees the state. (A caller that raises after the call never runs the reverse:
-  the state and the tape stay allocated.)
+  the state and the tape stay allocated.) The call of a callee whose reverse recomputes it
+  (`RECOMPUTED`) runs `F` in its reverse, just before `R`: `F` takes the state buffer from
+  the callee's slot and the caller parks it there again after `R` (`parked_shadows`), so
+  the iterations of a checkpointed loop, and later calls, reuse one buffer.
 `R` may recompute values from memory its callee only reads, so that memory must not change
 between the call and its reverse, and memory the callee writes must not be handed to it
 twice (checked at the call).
@@ -27,6 +30,7 @@ from ...ir.builder import declare
 from ...ir.types import I32, I64, PTR, VOID, StructType
 from ...ir.values import (Argument, Constant, Function, GlobalRef, Instruction, Value,
                           const_int, zero)
+from ...known.array_layout import DATA, MEMINFO, NITEMS
 from ...known.memory import pointer_base
 from ...known.model import Role, runtime_call
 from ..callees import callee_spec, memoised, written_parameters, written_targets
@@ -34,6 +38,7 @@ from ..prepare import prepare_calls
 from ..spec import Activity, DiffSpec, ReturnLeaf, SplitSpec
 from .availability import Availability, BlockContext
 from .kept import emit_reference, local_owner, written_after
+from .parked_shadows import park_shadow, state_slot
 from .split import STATE_ARRAY
 from .state import ReverseState
 
@@ -100,7 +105,7 @@ def _halves_spec(st: ReverseState, inst: Instruction, callee: Function) -> DiffS
     def make(named: DiffSpec):
         halves = dataclasses.replace(named, split=SplitSpec(
             f"augmented_{callee.name}.{named.name.rsplit('.', 1)[1]}", named.name,
-            next(_idents), raw_state=True))
+            next(_idents), raw_state=True, reused_state=RECOMPUTED in callee.fn_attrs))
 
         def run() -> None:
             assert st.synthesize is not None
@@ -126,13 +131,14 @@ def augment_call(st: ReverseState, inst: Instruction, callee: Function) -> None:
                                              lambda op: st.map(op), lambda op: st.fshadow[op])
     if value is not None:
         st.b.store(value, st.map(slot))
-    st.call_halves[inst] = _Halves(spec, _synthetic(st, inst, state))
+    st.call_halves[inst] = _Halves(spec, _synthetic(st, inst,
+                                                    st.b.extractvalue(state, (DATA,))))
 
 
 def _augmented(st: ReverseState, spec: DiffSpec, inst: Instruction, excinfo: Value,
                value: Callable[[Value], Value], shadow: Callable[[Value], Value]
                ) -> tuple[Instruction, Value | None, Value]:
-    """Call the augmented forward: (the call, its result or None, its state buffer)."""
+    """Call the augmented forward: (the call, its result or None, its state array)."""
     b = st.b
     value_type = spec.ret_slot if spec.ret_slot != PTR else None
     out_type = StructType((value_type, STATE_ARRAY)) if value_type else STATE_ARRAY
@@ -146,8 +152,7 @@ def _augmented(st: ReverseState, spec: DiffSpec, inst: Instruction, excinfo: Val
     call = b.call(GlobalRef(spec.split.forward), args, I32)  # type: ignore[union-attr]
     result = b.load(out_type, out)
     state = b.extractvalue(result, (1,)) if value_type else result
-    return (call, b.extractvalue(result, (0,)) if value_type else None,
-            b.extractvalue(state, (4,)))
+    return call, b.extractvalue(result, (0,)) if value_type else None, state
 
 
 def _synthetic(st: ReverseState, inst: Instruction, fwd: Value) -> Instruction:
@@ -177,14 +182,21 @@ def emit_reverse_call(st: ReverseState, avail: Availability, ctx: BlockContext,
         args.append(b.load(spec.ret_slot, shadow))  # type: ignore[arg-type]
         b.store(zero(spec.ret_slot), shadow)          # type: ignore[arg-type]
     if halves.state is None:          # recomputed: its augmented forward runs here
-        _, _, state = _augmented(st, spec, inst, st.zeroed_alloca(PTR, "call.excinfo"),
-                              lambda op: avail.value(ctx, op), lambda op: avail.shadow(ctx, op))
+        _, _, array = _augmented(st, spec, inst, st.zeroed_alloca(PTR, "call.excinfo"),
+                                 lambda op: avail.value(ctx, op),
+                                 lambda op: avail.shadow(ctx, op))
+        state = b.extractvalue(array, (DATA,))
     else:
         state = avail.value(ctx, halves.state)
     null, one, zero64 = Constant(PTR, "null"), const_int(I64, 1), const_int(I64, 0)
     args += [null, null, zero64, one, state, zero64, one]
     b.call(GlobalRef(spec.split.reverse), args, I32)   # type: ignore[union-attr]
-    b.call(declare(st.module, runtime_call(Role.RAW_FREE).name, VOID, [PTR]), [state], VOID)
+    if halves.state is None:          # its buffer parked for the next iteration's
+        park_shadow(b, st.module, state_slot(st.module, spec.split.forward),  # type: ignore
+                    b.extractvalue(array, (MEMINFO,)), b.extractvalue(array, (NITEMS,)))
+    else:
+        b.call(declare(st.module, runtime_call(Role.RAW_FREE).name, VOID, [PTR]), [state],
+               VOID)
     for owner in st.kept.get(inst, ()):
         emit_reference(b, st.module, avail.value(ctx, owner), Role.DECREF)
     grads = b.load(spec.ret_type, out)               # type: ignore[arg-type]
