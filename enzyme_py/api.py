@@ -76,10 +76,14 @@ def derive_diff(f, name: str | None, activities, mode: str = "reverse", *,
     calls), the activities, the options and the versions of enzyme_py, Numba and llvmlite
     are unchanged. Not for mode="split"; `f` must be defined in a file.
 
-    `checkpoint=True` (reverse mode; experimental, off by default): an outermost loop holding
-    inner loops whose iterations read only memory they wrote themselves (or never write) is
-    checkpointed: its reverse re-runs each iteration's forward instead of reading a tape kept
-    for all of them (`ir_passes/checkpoint_loops.py`).
+    `checkpoint=True` (reverse and split mode; off by default): the reverse of an outermost
+    loop holding loops re-runs each iteration's forward just before that iteration's reverse
+    instead of reading a tape kept for all iterations, so the tape no longer grows with its
+    trip count, for about one more forward pass of the loop. Applied where it is legal and
+    pays: each iteration reads only memory it wrote itself or that nothing writes after the
+    loop, writes only local arrays or `out[i]` (i the loop counter), and would otherwise
+    tape values; other loops keep their tape (`enzyme-py inspect --stage tape --checkpoint`
+    lists the checkpointed loops; `ir_passes/checkpoint_loops.py`).
 
     Errors: `ActivityError` (a ValueError) for a bad specification, raised here, or at the
     first call when it depends on types (e.g. an int passed for an "active" float);
@@ -162,14 +166,15 @@ def _ident(name: str) -> str:
 
 class autodiff:
     """`@autodiff(mode="reverse", args=("dup", "const"), name=None, ret=None,
-    return_primal=False, width=1, vector_math=True, cache=False, **njit_options)`: a primal
-    that knows its derivative.
+    return_primal=False, width=1, vector_math=True, cache=False, checkpoint=False,
+    **njit_options)`: a primal that knows its derivative.
 
     Decorates a plain Python function (compiled with `numba.njit(cache=cache,
     **njit_options)`) or an existing njit dispatcher. Calling the result runs the primal;
     `.derivative` is what `derive_diff(f, name or "d_<f>", args, mode, ret=...,
-    return_primal=..., width=..., vector_math=..., cache=...)` returns (see `derive_diff`
-    for activities, calling conventions, errors and the on-disk cache);
+    return_primal=..., width=..., vector_math=..., cache=..., checkpoint=...)` returns (see
+    `derive_diff` for activities, calling conventions, errors, the on-disk cache and
+    checkpointing);
     `.inspect(stage)` returns the IR text of a stage ("primal", "preprocessed", "activity",
     "derivative", "optimized") for every signature the derivative was called with so far.
     A bad `args` raises `ActivityError` at decoration time.
@@ -177,10 +182,11 @@ class autodiff:
 
     def __init__(self, fn=None, *, mode: str = "reverse", args=None, name: str | None = None,
                  ret=None, return_primal: bool = False, width: int = 1,
-                 vector_math: bool = True, cache: bool = False, **njit_options) -> None:
+                 vector_math: bool = True, cache: bool = False, checkpoint: bool = False,
+                 **njit_options) -> None:
         self._options = dict(mode=mode, args=args, name=name, ret=ret,
                              return_primal=return_primal, width=width, vector_math=vector_math,
-                             cache=cache)
+                             cache=cache, checkpoint=checkpoint)
         self._njit_options = njit_options
         self.primal = None
         self.derivative = None
@@ -197,7 +203,7 @@ class autodiff:
         self.derivative = derive_diff(self.primal, o["name"] or f"d_{pyname}", o["args"],
                                       o["mode"], ret=o["ret"], return_primal=o["return_primal"],
                                       width=o["width"], vector_math=o["vector_math"],
-                                      cache=o["cache"])
+                                      cache=o["cache"], checkpoint=o["checkpoint"])
         functools.update_wrapper(self, self.primal.py_func)
 
     def __call__(self, *args):

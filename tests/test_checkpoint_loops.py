@@ -18,8 +18,9 @@ import numpy as np
 import pytest
 from numba.core.runtime import rtsys
 
-from enzyme_py import derive_diff
-from enzyme_py.inspection import inspection
+from enzyme_py import autodiff, derive_diff
+from enzyme_py.cli import main as cli_main
+from enzyme_py.inspection import inspect, inspection
 from ir_passes.pipeline import Stages
 from tests.support.gradcheck import check_inner_product, check_reverse
 from tests.support.kernel import Kernel
@@ -394,3 +395,29 @@ def test_one_state_buffer():
         released.append(frees_by(df.release, df.release))
     assert per_call[1] == per_call[0], per_call
     assert released[1] == [released[0][0] + 1, 0], released
+
+
+def test_inspect_lists_the_checkpointed_loops():
+    """`inspect(..., checkpoint=True)` (CLI `--checkpoint`) and a derivative's own setting
+    (`@autodiff(..., checkpoint=True)`):
+    the tape stage names the checkpointed loops (with vector math, GMM's prior loop streams
+    its exp calls and keeps no tape: only the data-point loop is checkpointed)."""
+    types, acts = _GMM
+    line = "; checkpointed loops (each body outlined"
+    text = inspect(gmm_objective, acts, types=types, stage="tape", checkpoint=True)
+    chosen = next(l for l in text.splitlines() if l.startswith(line))
+    assert chosen.endswith(": B360.endif"), chosen
+    assert line not in inspect(gmm_objective, acts, types=types, stage="tape")
+    df = autodiff(filled_rows, args=("dup", "dup"), checkpoint=True).derivative
+    x = np.ones((3, 2))
+    df(x, np.zeros_like(x), np.zeros(3), np.ones(3))
+    assert line in df.enzyme.inspect("tape")
+
+
+def test_cli_checkpoint_flag(capsys):
+    target = f"{pathlib.Path(__file__).parents[1]}/examples/benchmarks/bench_kernels.py:" \
+             "gmm_objective"
+    types, acts = _GMM
+    assert cli_main(["inspect", target, "--types", types, "--args", ",".join(acts),
+                     "--stage", "tape", "--checkpoint"]) == 0
+    assert "; checkpointed loops (each body outlined" in capsys.readouterr().out
