@@ -76,14 +76,15 @@ def derive_diff(f, name: str | None, activities, mode: str = "reverse", *,
     calls), the activities, the options and the versions of enzyme_py, Numba and llvmlite
     are unchanged. Not for mode="split"; `f` must be defined in a file.
 
-    `checkpoint=True` (reverse and split mode; off by default): the reverse of an outermost
-    loop holding loops re-runs each iteration's forward just before that iteration's reverse
-    instead of reading a tape kept for all iterations, so the tape no longer grows with its
-    trip count, for about one more forward pass of the loop. Applied where it is legal and
-    pays: each iteration reads only memory it wrote itself or that nothing writes after the
-    loop, writes only local arrays or `out[i]` (i the loop counter), and would otherwise
-    tape values; other loops keep their tape (`enzyme-py inspect --stage tape --checkpoint`
-    lists the checkpointed loops; `ir_passes/checkpoint_loops.py`).
+    `checkpoint=True` (reverse and split mode, no effect in forward mode; off by default):
+    the reverse of an outermost loop holding loops re-runs each iteration's forward just
+    before that iteration's reverse instead of reading a tape kept for all iterations, so
+    the tape no longer grows with its trip count, for about one more forward pass of the
+    loop. Applied where it is legal and pays: each iteration reads only memory it wrote
+    itself or that nothing writes after the loop, writes only local arrays or `out[i]` (i
+    the loop counter), and would otherwise tape values; other loops keep their tape
+    (`enzyme-py inspect --stage tape --checkpoint` lists the checkpointed loops;
+    `ir_passes/checkpoint_loops.py`).
 
     Errors: `ActivityError` (a ValueError) for a bad specification, raised here, or at the
     first call when it depends on types (e.g. an int passed for an "active" float);

@@ -209,7 +209,7 @@ def _canonical_module(text: str, spec: DiffSpec | None = None,
     loops `checkpointed` outlined (`checkpoint_loops`); whether anything changed."""
     module = parse_module(text)
     changed = False
-    for fn in list(module.functions.values()):
+    for fn in module.functions.values():
         if not fn.is_declaration:
             changed |= split_aggregate_merges(fn)
             changed |= hoist_invariant_loads(fn)
