@@ -18,7 +18,7 @@ from tests.support.nrt_stats import nrt_stats  # noqa: E402,F401  (a fixture for
 
 def pytest_runtest_teardown(item, nextitem):
     """After a test file's last test, collect and then freeze what survives: a worker keeps
-    every derivative its tests cached (hundreds of MB of Python objects), and Python's full
+    every derivative its tests cached and everything Numba compiled, and Python's full
     collections rescanned all of it (17% of the linalg tests' time, 8% after freezing);
     frozen objects are never scanned again, and only objects alive at that moment are frozen."""
     if nextitem is None or nextitem.module is not item.module:
