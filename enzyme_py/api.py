@@ -31,7 +31,8 @@ from .tape import claim, make_tape
 
 def derive_diff(f, name: str | None, activities, mode: str = "reverse", *,
                 ret: str | tuple[str, ...] | None = None, return_primal: bool = False,
-                width: int = 1, vector_math: bool = True, cache: bool = False) -> Dispatcher:
+                width: int = 1, vector_math: bool = True, cache: bool = False,
+                checkpoint: bool = False) -> Dispatcher:
     """The derivative of `f` (a Python function or `numba.njit` dispatcher), as a Numba
     dispatcher named `name` (default `d_<f's name>`).
 
@@ -75,6 +76,16 @@ def derive_diff(f, name: str | None, activities, mode: str = "reverse", *,
     calls), the activities, the options and the versions of enzyme_py, Numba and llvmlite
     are unchanged. Not for mode="split"; `f` must be defined in a file.
 
+    `checkpoint=True` (reverse and split mode, no effect in forward mode; off by default):
+    the reverse of an outermost loop holding loops re-runs each iteration's forward just
+    before that iteration's reverse instead of reading a tape kept for all iterations, so
+    the tape no longer grows with its trip count, for about one more forward pass of the
+    loop. Applied where it is legal and pays: each iteration reads only memory it wrote
+    itself or that nothing writes after the loop, writes only local arrays or `out[i]` (i
+    the loop counter), and would otherwise tape values; other loops keep their tape
+    (`enzyme-py inspect --stage tape --checkpoint` lists the checkpointed loops;
+    `ir_passes/checkpoint_loops.py`).
+
     Errors: `ActivityError` (a ValueError) for a bad specification, raised here, or at the
     first call when it depends on types (e.g. an int passed for an "active" float);
     `ArgumentError` (an ActivityError) at a call whose arguments do not fit: missing
@@ -88,13 +99,14 @@ def derive_diff(f, name: str | None, activities, mode: str = "reverse", *,
     spec = parse_spec(primal.py_func, activities, mode, ret, width, return_primal,
                       inner.argument_labels() if inner is not None else None)
     name = name or f"d_{primal.py_func.__name__}"
-    for option, value in (("vector_math", vector_math), ("cache", cache)):
+    for option, value in (("vector_math", vector_math), ("cache", cache),
+                          ("checkpoint", checkpoint)):
         if not isinstance(value, bool):
             raise TypeError(f"{option} must be True or False, not {value!r}")
     if cache and spec.split:
         raise ValueError("cache=True is not supported with mode='split' yet: each process "
                          "compiles its split derivatives")
-    specializer = Specializer(primal, name, spec, vector_math)
+    specializer = Specializer(primal, name, spec, vector_math, checkpoint)
     params = specializer.wrapper_params()
     if spec.split:
         fwd = _dispatcher(f"{name}_fwd", specializer, specializer.build_forward_half,
@@ -106,7 +118,8 @@ def derive_diff(f, name: str | None, activities, mode: str = "reverse", *,
     dispatcher = _dispatcher(name, specializer, specializer.build, specializer.wrapper_source,
                              params + ([d_ret] if d_ret else []))
     if cache:
-        _enable_cache(dispatcher, primal, name, (spec, vector_math))
+        _enable_cache(dispatcher, primal, name,
+                      (spec, vector_math) + ((True,) if checkpoint else ()))
     return dispatcher
 
 
@@ -154,14 +167,15 @@ def _ident(name: str) -> str:
 
 class autodiff:
     """`@autodiff(mode="reverse", args=("dup", "const"), name=None, ret=None,
-    return_primal=False, width=1, vector_math=True, cache=False, **njit_options)`: a primal
-    that knows its derivative.
+    return_primal=False, width=1, vector_math=True, cache=False, checkpoint=False,
+    **njit_options)`: a primal that knows its derivative.
 
     Decorates a plain Python function (compiled with `numba.njit(cache=cache,
     **njit_options)`) or an existing njit dispatcher. Calling the result runs the primal;
     `.derivative` is what `derive_diff(f, name or "d_<f>", args, mode, ret=...,
-    return_primal=..., width=..., vector_math=..., cache=...)` returns (see `derive_diff`
-    for activities, calling conventions, errors and the on-disk cache);
+    return_primal=..., width=..., vector_math=..., cache=..., checkpoint=...)` returns (see
+    `derive_diff` for activities, calling conventions, errors, the on-disk cache and
+    checkpointing);
     `.inspect(stage)` returns the IR text of a stage ("primal", "preprocessed", "activity",
     "derivative", "optimized") for every signature the derivative was called with so far.
     A bad `args` raises `ActivityError` at decoration time.
@@ -169,10 +183,11 @@ class autodiff:
 
     def __init__(self, fn=None, *, mode: str = "reverse", args=None, name: str | None = None,
                  ret=None, return_primal: bool = False, width: int = 1,
-                 vector_math: bool = True, cache: bool = False, **njit_options) -> None:
+                 vector_math: bool = True, cache: bool = False, checkpoint: bool = False,
+                 **njit_options) -> None:
         self._options = dict(mode=mode, args=args, name=name, ret=ret,
                              return_primal=return_primal, width=width, vector_math=vector_math,
-                             cache=cache)
+                             cache=cache, checkpoint=checkpoint)
         self._njit_options = njit_options
         self.primal = None
         self.derivative = None
@@ -189,7 +204,7 @@ class autodiff:
         self.derivative = derive_diff(self.primal, o["name"] or f"d_{pyname}", o["args"],
                                       o["mode"], ret=o["ret"], return_primal=o["return_primal"],
                                       width=o["width"], vector_math=o["vector_math"],
-                                      cache=o["cache"])
+                                      cache=o["cache"], checkpoint=o["checkpoint"])
         functools.update_wrapper(self, self.primal.py_func)
 
     def __call__(self, *args):

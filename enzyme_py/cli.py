@@ -78,6 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-vector-math", dest="vector_math", action="store_false", default=None,
                    help="Python functions: the derivative as compiled with vector_math=False "
                    "(scalar libm calls only; default: vectorised loops call glibc's libmvec)")
+    p.add_argument("--checkpoint", action="store_true", default=None,
+                   help="reverse mode: checkpoint the loops where legal and worth it, as "
+                   "derive_diff(..., checkpoint=True) (--stage tape lists them)")
     p.add_argument("--cfg", metavar="FILE", help="also write control-flow graphs of primal and "
                    "derivative: FILE.dot, or FILE.svg / FILE.png (needs Graphviz)")
     p.add_argument("--output", "-o", metavar="FILE", help="write the stage text to FILE")
@@ -161,7 +164,8 @@ def _inspect(args: argparse.Namespace) -> int:
     ins = inspection(args.target, args.activities, args.mode, types=args.types, func=args.func,
                      abi=args.abi, ret=args.ret, return_primal=args.return_primal,
                      width=args.width, canonicalize=args.canonicalize,
-                     sizes=parse_sizes(args.sizes), vector_math=args.vector_math)
+                     sizes=parse_sizes(args.sizes), vector_math=args.vector_math,
+                     checkpoint=args.checkpoint)
     out = open(args.output, "w") if args.output else sys.stdout
     try:
         # stage by stage, so that with "all" the stages before a failing one are shown

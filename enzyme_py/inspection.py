@@ -38,7 +38,8 @@ __all__ = ["STAGES", "Inspection", "InspectionError", "Target", "check_cfg_path"
 def inspect(target, activities=None, mode: str | None = None, *, stage: str = "derivative",
             types=None, func: str | None = None, abi: str = "auto", ret: str | None = None,
             return_primal: bool = False, width: int = 1, canonicalize: bool = True,
-            sizes: Mapping[str, int] | None = None, vector_math: bool | None = None) -> str:
+            sizes: Mapping[str, int] | None = None, vector_math: bool | None = None,
+            checkpoint: bool | None = None) -> str:
     """The IR text of `stage` for differentiating `target`; nothing is compiled or linked.
 
     target: a Python function, njit dispatcher, `@autodiff` object or `derive_diff` result,
@@ -54,20 +55,22 @@ def inspect(target, activities=None, mode: str | None = None, *, stage: str = "d
     vector_math: as for `derive_diff` (shows in "optimized": calls of libmvec's `_ZGV...`);
       None: the setting of a given `@autodiff` / `derive_diff` object, True for other Python
       targets, False for IR files (the C front end compiles without it).
+    checkpoint: as for `derive_diff` (the tape stage lists the checkpointed loops); None:
+      the setting of a given `@autodiff` / `derive_diff` object, else False.
     mode, ret, return_primal, width: as for `derive_diff`.
     Errors: `ActivityError`, `UnsupportedError` (naming the construct and Python file:line),
     `InvalidIRError`, or `InspectionError` for a bad request.
     """
     return inspection(target, activities, mode, types=types, func=func, abi=abi, ret=ret,
                       return_primal=return_primal, width=width, canonicalize=canonicalize,
-                      sizes=sizes, vector_math=vector_math).text(stage)
+                      sizes=sizes, vector_math=vector_math, checkpoint=checkpoint).text(stage)
 
 
 def inspection(target, activities=None, mode: str | None = None, *, types=None,
                func: str | None = None, abi: str = "auto", ret: str | None = None,
                return_primal: bool = False, width: int = 1, canonicalize: bool = True,
                sizes: Mapping[str, int] | None = None,
-               vector_math: bool | None = None) -> Inspection:
+               vector_math: bool | None = None, checkpoint: bool | None = None) -> Inspection:
     """An `Inspection` of `target` (stages are computed on demand and cached).
 
     `canonicalize=False` (IR files only) differentiates the function as given after inlining
@@ -89,7 +92,8 @@ def inspection(target, activities=None, mode: str | None = None, *, types=None,
                                   "give MODULE:FUNC")
         t = python_target(target, activities, mode, types, ret, return_primal, width)
     vector_math = _vector_math_of(target) if vector_math is None else vector_math
-    return Inspection(t, sizes or {}, vector_math)
+    checkpoint = _setting_of(target, "checkpoint", False) if checkpoint is None else checkpoint
+    return Inspection(t, sizes or {}, vector_math, checkpoint)
 
 
 def _vector_math_of(target) -> bool:
@@ -97,18 +101,25 @@ def _vector_math_of(target) -> bool:
     (as `derive_diff` compiles them); False for IR (the C front end compiles without it)."""
     if is_ir_source(target):
         return False
+    return _setting_of(target, "vector_math", True)
+
+
+def _setting_of(target, option: str, default: bool) -> bool:
+    """A derivative's (`@autodiff` or `derive_diff` result) own `option`, else `default`."""
+    if is_ir_source(target):
+        return default
     derivative = getattr(target, "derivative", None) or target    # @autodiff or not
-    return getattr(getattr(derivative, "enzyme", None), "vector_math", True)
+    return getattr(getattr(derivative, "enzyme", None), option, default)
 
 
 class Inspection:
     """Every stage of one differentiation (`pipeline.Stages`), each with its header."""
 
     def __init__(self, target: Target, sizes: Mapping[str, int],
-                 vector_math: bool = True) -> None:
+                 vector_math: bool = True, checkpoint: bool = False) -> None:
         self.target = target
         self.sizes = dict(sizes)
-        self.stages = Stages(target, vector_math)
+        self.stages = Stages(target, vector_math, checkpoint)
         self.spec = self.stages.spec        # with the vector math it is linked with
 
     def text(self, stage: str = "derivative") -> str:

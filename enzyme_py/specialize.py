@@ -43,11 +43,12 @@ class SplitBuilt:
 
 class Specializer:
     def __init__(self, primal, name: str, spec: ActivitySpec,
-                 vector_math: bool = True) -> None:
+                 vector_math: bool = True, checkpoint: bool = False) -> None:
         self.primal = primal
         self.name = name
         self.spec = spec
         self.vector_math = vector_math
+        self.checkpoint = checkpoint
         self.stages: dict[tuple, Stages] = {}
         self._derived: dict[tuple, Built | Exception] = {}
 
@@ -217,7 +218,7 @@ class Specializer:
         if split is not None:
             target = dataclasses.replace(target, spec=dataclasses.replace(target.spec,
                                                                           split=split))
-        stages = Stages(target, self.vector_math)
+        stages = Stages(target, self.vector_math, self.checkpoint)
         stages.module_text                     # synthesized and verified here, once
         stages.drop_ir()                       # `inspect` computes them again if asked
         return stages

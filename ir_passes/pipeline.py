@@ -30,12 +30,14 @@ from typing import Any, Callable, Mapping
 from .aggregate_merges import split_aggregate_merges
 from .analysis.activity import ActivityInfo, analyze_activity, print_activity
 from .canonicalize import optimize
+from .checkpoint_loops import checkpoint_loops, checkpointed_loops
 from .diff.callees import not_inlined_callees
 from .diff.driver import differentiate
+from .diff.reverse.callees import RECOMPUTED
 from .diff.reverse.tape_report import TapeReport, print_tape, tape_report, taped_bytes
 from .diff.seeds import activity_seeds
 from .diff.spec import DiffSpec
-from .errors import EnzymePyError
+from .errors import EnzymePyError, UnsupportedError
 from .invariant_loads import hoist_invariant_loads
 from .stored_values import forward_stored_values
 from .reverse_loops import rescheduled
@@ -84,13 +86,17 @@ class Target:
 class Stages:
     """Every stage of one differentiation; each is computed once, when first asked for.
     `vector_math`: the linked module calls glibc's libmvec where LLVM vectorises a loop
-    holding math calls (`vector_math.annotate`; a no-op on hosts without libmvec)."""
+    holding math calls (`vector_math.annotate`; a no-op on hosts without libmvec).
+    `checkpoint` (reverse mode): loops worth it are checkpointed (`checkpoint_loops`)."""
 
-    def __init__(self, target: Target, vector_math: bool = False) -> None:
+    def __init__(self, target: Target, vector_math: bool = False,
+                 checkpoint: bool = False) -> None:
         self.target = target
+        self.checkpoint = checkpoint and target.spec.mode == "reverse"
         self.spec = replace(target.spec, vector_math=frozenset(libmvec_variants())) \
             if vector_math else target.spec
         self.vector_math = vector_math
+        self._checkpointed: tuple[Module, Function, str]    # `synthesized`, if checkpointed
 
     def text(self, stage: str, sizes: Mapping[str, int] | None = None) -> str:
         """The text of `stage` (aliases allowed); `sizes` give the tape's totals."""
@@ -112,8 +118,27 @@ class Stages:
     @functools.cached_property
     def module(self) -> Module:
         """The canonical module, parsed (the primal is `self.primal`)."""
-        module, self._rewritten = _canonical_module(self.target.canonical_text)
+        module, self._rewritten = _canonical_module(self.target.canonical_text,
+                                                    self.spec, self.checkpointed)
         return module
+
+    @functools.cached_property
+    def checkpointed(self) -> tuple[int, ...]:
+        """The primal's loops checkpointed (`checkpointed_loops`: their headers' indices);
+        none when the derivative cannot be synthesized with them (e.g. a body handed the
+        address of an active array): those loops keep today's tape."""
+        if not self.checkpoint:
+            return ()
+        text = self.target.canonical_text
+        chosen = checkpointed_loops(_canonical_module(text)[0], self.spec)
+        if chosen:
+            module, _ = _canonical_module(text, self.spec, chosen)
+            try:
+                self._checkpointed = (module, *differentiate(module, self.spec,
+                                                             self.target.title))
+            except UnsupportedError:
+                return ()
+        return chosen
 
     @property
     def primal(self) -> Function:
@@ -132,6 +157,8 @@ class Stages:
     def synthesized(self) -> tuple[Module, Function, str]:
         """(the module holding the derivative, without the primal; the derivative; the
         module's verified text)."""
+        if self.checkpointed:                       # synthesized there
+            return self._checkpointed
         module, _ = _canonical_module(self.target.canonical_text)
         fn, text = differentiate(module, self.spec, self.target.title)
         return module, fn, text
@@ -151,7 +178,8 @@ class Stages:
     def drop_ir(self) -> None:
         """Free the IR objects computed so far (large cyclic graphs, which only the garbage
         collector frees); a stage asked for later computes them again, identically."""
-        for name in ("module", "activity", "synthesized", "tape"):
+        for name in ("module", "activity", "checkpointed", "_checkpointed", "synthesized",
+                     "tape"):
             self.__dict__.pop(name, None)
 
     @functools.cached_property
@@ -167,6 +195,12 @@ class Stages:
             return "; forward mode keeps no tape: tangents are computed beside the primal\n"
         report = self.tape
         text = print_tape(report, sizes)
+        bodies = [f.name.rsplit(".body.", 1)[1] for f in self.module.functions.values()
+                  if RECOMPUTED in f.fn_attrs and f.name and ".body." in f.name]
+        if bodies:
+            text += ("; checkpointed loops (each body outlined; the reverse of an iteration "
+                     "recomputes it, its tape living during that reverse only): "
+                     + ", ".join(bodies) + "\n")
         pushed = taped_bytes(self.derivative)     # read back from the real derivative
         if pushed != report.bytes_by_block():
             text += (f"; warning: the synthesized derivative pushes {pushed} tape byte(s) per "
@@ -175,10 +209,11 @@ class Stages:
         return text
 
 
-def _canonical_module(text: str) -> tuple[Module, bool]:
+def _canonical_module(text: str, spec: DiffSpec | None = None,
+                      checkpointed: tuple[int, ...] = ()) -> tuple[Module, bool]:
     """The front end's canonical module parsed, with its aggregate merges split, its
-    loop-invariant loads hoisted and reads of filled temporaries forwarded; whether anything
-    changed."""
+    loop-invariant loads hoisted and reads of filled temporaries forwarded, and the primal's
+    loops `checkpointed` outlined (`checkpoint_loops`); whether anything changed."""
     module = parse_module(text)
     changed = False
     for fn in module.functions.values():
@@ -186,4 +221,7 @@ def _canonical_module(text: str) -> tuple[Module, bool]:
             changed |= split_aggregate_merges(fn)
             changed |= hoist_invariant_loads(fn)
             changed |= forward_stored_values(fn)
+    if checkpointed:
+        assert spec is not None
+        changed |= bool(checkpoint_loops(module, module.functions[spec.primal], checkpointed))
     return module, changed

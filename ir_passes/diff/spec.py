@@ -85,11 +85,14 @@ class SplitSpec:
     """Split mode: names of the forward and reverse halves, and the id their state carries
     (the front end checks a state is used with the derivative that made it). `raw_state`:
     the state is a raw buffer (no owner, no destructor) that the caller frees after the
-    reverse half ran (the halves of a callee that is not inlined, see callees.py)."""
+    reverse half ran (the halves of a callee that is not inlined, see callees.py);
+    `reused_state` (with it): the buffer is taken from a slot the caller parks it in after
+    the reverse half (a recomputed callee's, whose halves run once per iteration)."""
     forward: str
     reverse: str
     ident: int
     raw_state: bool = False
+    reused_state: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,10 @@ The callee's derivative is split (`split.py`) into an augmented forward `F` and 
   from the shadow of the return slot, then zeroed) and the state; `R` adds into the
   shadows, returns the gradients of the active float arguments and frees the tape; the
   caller then frees the state. (A caller that raises after the call never runs the reverse:
-  the state and the tape stay allocated.)
+  the state and the tape stay allocated.) The call of a callee whose reverse recomputes it
+  (`RECOMPUTED`) runs `F` in its reverse, just before `R`: `F` takes the state buffer from
+  the callee's slot and the caller parks it there again after `R` (`parked_shadows`), so
+  the iterations of a checkpointed loop, and later calls, reuse one buffer.
 `R` may recompute values from memory its callee only reads, so that memory must not change
 between the call and its reverse, and memory the callee writes must not be handed to it
 twice (checked at the call).
@@ -27,13 +30,15 @@ from ...ir.builder import declare
 from ...ir.types import I32, I64, PTR, VOID, StructType
 from ...ir.values import (Argument, Constant, Function, GlobalRef, Instruction, Value,
                           const_int, zero)
+from ...known.array_layout import DATA, MEMINFO, NITEMS
 from ...known.memory import pointer_base
 from ...known.model import Role, runtime_call
 from ..callees import callee_spec, memoised, written_parameters, written_targets
 from ..prepare import prepare_calls
 from ..spec import Activity, DiffSpec, ReturnLeaf, SplitSpec
 from .availability import Availability, BlockContext
-from .kept import written_after
+from .kept import emit_reference, local_owner, written_after
+from .parked_shadows import park_shadow, state_slot
 from .split import STATE_ARRAY
 from .state import ReverseState
 
@@ -47,7 +52,8 @@ def touches(info: ActivityInfo, inst: Instruction) -> bool:
 
 
 def check_call(st: ReverseState, inst: Instruction, callee: Function) -> None:
-    """Refuse what the callee's reverse half cannot be trusted with at this call."""
+    """Refuse what the callee's reverse half cannot be trusted with at this call; keep
+    the local arrays it only reads alive until the call's reverse (`kept.py`)."""
     written = written_parameters(st.module)
     writes = written.get(callee.name or "", frozenset())
     bases: dict[int, list[int]] = {}
@@ -55,9 +61,19 @@ def check_call(st: ReverseState, inst: Instruction, callee: Function) -> None:
         if not op.type.is_pointer:
             continue
         bases.setdefault(id(pointer_base(op)), []).append(i)
-        if i not in writes and not _unchanged_after(st, inst, op, written):
+        if i in writes or st.plan.read_only(op):
+            continue
+        targets = lambda call: written_targets(call, written)    # noqa: E731
+        base, owned = pointer_base(op), local_owner(op)
+        if isinstance(base, Argument) and not written_after(inst, [base], targets=targets):
+            continue
+        if owned is None or written_after(inst, owned[1], targets=targets):
             raise st.diag.unsupported(f"call to @{callee.name}, which is not inlined, reads "
                                       f"memory (%{op.name}) written after the call", inst, _HINT)
+        emit_reference(st.b, st.module, st.map(owned[0]), Role.INCREF)
+        if st.owned is not None:    # split mode: released if the state dies unreversed
+            st.owned_pushes.setdefault(inst.block, []).append(st.map(owned[0]))
+        st.kept.setdefault(inst, []).append(owned[0])
     for same in bases.values():
         if len(same) > 1 and writes.intersection(same):
             raise st.diag.unsupported(f"call to @{callee.name}, which is not inlined, handed "
@@ -65,18 +81,17 @@ def check_call(st: ReverseState, inst: Instruction, callee: Function) -> None:
                                       "not supported yet: pass distinct arrays")
 
 
-def _unchanged_after(st: ReverseState, inst: Instruction, ptr: Value, written: dict) -> bool:
-    if st.plan.read_only(ptr):
-        return True
-    base = pointer_base(ptr)
-    return isinstance(base, Argument) and not written_after(
-        inst, [base], targets=lambda call: written_targets(call, written))
+# The string attribute of a callee whose calls' reverse recomputes it (a checkpointed loop's
+# body: `ir_passes.outline_loop_body`): the forward pass calls the callee itself, the call's
+# reverse its augmented forward then its reverse, so its tape lives during that reverse only.
+RECOMPUTED = '"enzyme-recomputed"'
 
 
 @dataclasses.dataclass(frozen=True)
 class _Halves:
     spec: DiffSpec                  # the callee's derivative (its `split` names F and R)
-    state: Instruction              # a synthetic primal value: this call's state buffer
+    state: Instruction | None       # a synthetic primal value: this call's state buffer
+    #                                 (None: recomputed, made in the call's reverse)
 
 
 def _halves_spec(st: ReverseState, inst: Instruction, callee: Function) -> DiffSpec:
@@ -90,7 +105,7 @@ def _halves_spec(st: ReverseState, inst: Instruction, callee: Function) -> DiffS
     def make(named: DiffSpec):
         halves = dataclasses.replace(named, split=SplitSpec(
             f"augmented_{callee.name}.{named.name.rsplit('.', 1)[1]}", named.name,
-            next(_idents), raw_state=True))
+            next(_idents), raw_state=True, reused_state=RECOMPUTED in callee.fn_attrs))
 
         def run() -> None:
             assert st.synthesize is not None
@@ -102,25 +117,42 @@ def _halves_spec(st: ReverseState, inst: Instruction, callee: Function) -> DiffS
 
 
 def augment_call(st: ReverseState, inst: Instruction, callee: Function) -> None:
-    """The forward pass's call of the callee's augmented forward in place of `inst`."""
+    """The forward pass's call of the callee's augmented forward in place of `inst` (of
+    the callee itself when its reverse recomputes it: `RECOMPUTED`)."""
     check_call(st, inst, callee)
     spec = _halves_spec(st, inst, callee)
-    b, slot = st.b, inst.operands[0]
+    if RECOMPUTED in callee.fn_attrs:
+        st.vmap[inst] = st.b.call(GlobalRef(callee.name or ""),
+                                  [st.map(op) for op in inst.operands], I32)
+        st.call_halves[inst] = _Halves(spec, None)
+        return
+    slot = inst.operands[0]
+    st.vmap[inst], value, state = _augmented(st, spec, inst, st.map(inst.operands[1]),
+                                             lambda op: st.map(op), lambda op: st.fshadow[op])
+    if value is not None:
+        st.b.store(value, st.map(slot))
+    st.call_halves[inst] = _Halves(spec, _synthetic(st, inst,
+                                                    st.b.extractvalue(state, (DATA,))))
+
+
+def _augmented(st: ReverseState, spec: DiffSpec, inst: Instruction, excinfo: Value,
+               value: Callable[[Value], Value], shadow: Callable[[Value], Value]
+               ) -> tuple[Instruction, Value | None, Value]:
+    """Call the augmented forward: (the call, its result or None, its state array)."""
+    b = st.b
     value_type = spec.ret_slot if spec.ret_slot != PTR else None
     out_type = StructType((value_type, STATE_ARRAY)) if value_type else STATE_ARRAY
     out = st.alloca(out_type, "call.augmented")
-    args: list[Value] = [out, st.map(inst.operands[1])]
+    args: list[Value] = [out, excinfo]
     for p in spec.params:
         op = inst.operands[p.args[0]]
-        args.append(st.map(op))
+        args.append(value(op))
         if p.activity.has_shadow:
-            args.append(st.fshadow[op])
-    st.vmap[inst] = b.call(GlobalRef(spec.split.forward), args, I32)  # type: ignore[union-attr]
+            args.append(shadow(op))
+    call = b.call(GlobalRef(spec.split.forward), args, I32)  # type: ignore[union-attr]
     result = b.load(out_type, out)
     state = b.extractvalue(result, (1,)) if value_type else result
-    if value_type:
-        b.store(b.extractvalue(result, (0,)), st.map(slot))
-    st.call_halves[inst] = _Halves(spec, _synthetic(st, inst, b.extractvalue(state, (4,))))
+    return call, b.extractvalue(result, (0,)) if value_type else None, state
 
 
 def _synthetic(st: ReverseState, inst: Instruction, fwd: Value) -> Instruction:
@@ -149,11 +181,24 @@ def emit_reverse_call(st: ReverseState, avail: Availability, ctx: BlockContext,
         shadow = avail.shadow(ctx, inst.operands[0])
         args.append(b.load(spec.ret_slot, shadow))  # type: ignore[arg-type]
         b.store(zero(spec.ret_slot), shadow)          # type: ignore[arg-type]
-    state = avail.value(ctx, halves.state)
+    if halves.state is None:          # recomputed: its augmented forward runs here
+        _, _, array = _augmented(st, spec, inst, st.zeroed_alloca(PTR, "call.excinfo"),
+                                 lambda op: avail.value(ctx, op),
+                                 lambda op: avail.shadow(ctx, op))
+        state = b.extractvalue(array, (DATA,))
+    else:
+        state = avail.value(ctx, halves.state)
     null, one, zero64 = Constant(PTR, "null"), const_int(I64, 1), const_int(I64, 0)
     args += [null, null, zero64, one, state, zero64, one]
     b.call(GlobalRef(spec.split.reverse), args, I32)   # type: ignore[union-attr]
-    b.call(declare(st.module, runtime_call(Role.RAW_FREE).name, VOID, [PTR]), [state], VOID)
+    if halves.state is None:          # its buffer parked for the next iteration's
+        park_shadow(b, st.module, state_slot(st.module, spec.split.forward),  # type: ignore
+                    b.extractvalue(array, (MEMINFO,)), b.extractvalue(array, (NITEMS,)))
+    else:
+        b.call(declare(st.module, runtime_call(Role.RAW_FREE).name, VOID, [PTR]), [state],
+               VOID)
+    for owner in st.kept.get(inst, ()):
+        emit_reference(b, st.module, avail.value(ctx, owner), Role.DECREF)
     grads = b.load(spec.ret_type, out)               # type: ignore[arg-type]
     active = [p for p in spec.params if p.activity is Activity.ACTIVE]
     for k, p in enumerate(active):

@@ -38,6 +38,14 @@ def new_slot(module: Module) -> GlobalRef:
     return GlobalRef(name)
 
 
+def state_slot(module: Module, forward: str) -> GlobalRef:
+    """The slot of the state buffer of split halves whose forward half is `forward` (made
+    on first use; `SplitSpec.reused_state`)."""
+    name = f"{SLOT_PREFIX}state.{forward}"
+    module.globals.setdefault(name, f'@"{name}" = internal global ptr null, align 8')
+    return GlobalRef(name)
+
+
 def take_shadow(b: Builder, module: Module, slot: GlobalRef, size: Value, align: Value,
                 zeroed: bool = True) -> Value:
     """The owner of an allocation of `size` bytes (zeroed unless `zeroed` is False: a primal

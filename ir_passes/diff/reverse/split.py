@@ -35,12 +35,14 @@ from ...known.memory import pointer_base
 from ...known.array_layout import MEMINFO
 from ...known.model import Role, runtime_call
 from .state import ReverseState
+from .parked_shadows import state_slot, take_shadow
 from .tape import take_parked
 
 # Numba's struct for a 1-d C array: {meminfo, parent, nitems, itemsize, data, shape, strides}
 STATE_ARRAY = StructType((PTR, PTR, I64, I64, PTR, ArrayType(1, I64), ArrayType(1, I64)))
 STATE_ARGS = [PTR, PTR, I64, I64, PTR, I64, I64]       # the same, exploded as arguments
 USED, IDENT, KEPT, HEADER = 0, 8, 16, 24               # header fields (byte offsets)
+_STATE_ALIGN = 16                                      # a slot's state buffer (as malloc's)
 _ENTRY_OPS = ("alloca", "store", "getelementptr", "bitcast")
 
 
@@ -200,14 +202,20 @@ def _remap(inst: Instruction, vmap: dict[Value, Value], blocks: dict[Block, Bloc
 def _pack(module: Module, st: ReverseState, fn: Function, pack: Block, layout: StateLayout,
           vmap: dict[Value, Value], ident: int, release: Function | None) -> None:
     """At the cut: allocate the state (owned, with the destructor `release`; raw without
-    one), fill it, return `{primal value, state array}`."""
+    one, or taken from its slot: `SplitSpec.reused_state`), fill it, return `{primal value,
+    state array}`."""
     b = Builder(pack)
     phis = {}
     for phi in st.re.phis():
         new = b.phi(phi.type, phi.name)
         new.operands, new.incoming = list(phi.operands), list(phi.incoming)
         phis[phi] = new
-    if release is None:
+    split = st.spec.split
+    if release is None and split is not None and split.reused_state:
+        meminfo = take_shadow(b, module, state_slot(module, split.forward),
+                              const_int(I64, layout.size), const_int(I32, _STATE_ALIGN), False)
+        data = b.call(_runtime(module, Role.HANDLE_DATA, PTR, [PTR]), [meminfo], PTR)
+    elif release is None:
         meminfo = data = b.call(_runtime(module, Role.RAW_ALLOC, PTR, [I64]),
                                 [const_int(I64, layout.size)], PTR)
     else:

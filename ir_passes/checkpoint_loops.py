@@ -1,0 +1,201 @@
+"""Checkpoint loops: each iteration's reverse recomputes it instead of reading a tape.
+
+A loop qualifies when it is outermost, holds inner loops, its body reads only memory it
+wrote itself or never writes (`analysis.killed_reads`), its reverse would otherwise tape
+values per iteration (`checkpointed_loops` asks the reverse synthesizer: a loop whose
+reverse keeps nothing per iteration gains nothing and would pay for the recompute), and
+its body can be outlined (`outline_loop_body`: one float handed on at most). Only the
+outermost loop of a nest is checkpointed: its body's own loops are not (each of their
+iterations would be recomputed once per enclosing recompute). The body becomes a function
+whose calls' reverse recomputes it (`diff.reverse.callees.RECOMPUTED`): the forward pass
+runs the primal body, the reverse runs its augmented forward then its reverse, so the
+tape of one iteration lives only during that iteration's reverse. Memory the body only
+reads must be left unchanged after the loop (it is re-read then): an argument or a local
+array nothing writes after the loop's latch. Memory the body writes is written again by the
+re-runs, last iteration first, so it must end as the primal left it: a local array nothing
+outside the function sees, or one element per iteration of an argument array
+(`out[i]`, i the loop's counter) that nothing writes after the loop. Anything not shown
+keeps today's tape.
+"""
+from __future__ import annotations
+
+from .analysis.cfg import Loop, find_loops
+from .analysis.killed_reads import confined, killed_reads
+from .diff.reverse.callees import RECOMPUTED
+from .diff.reverse.driver import synthesize_reverse
+from .diff.reverse.kept import written_after
+from .diff.reverse.retained import Retained, Retention
+from .diff.spec import DiffSpec
+from .errors import EnzymePyError
+from .ir.parser import parse_module
+from .ir.printer import print_module
+from .ir.values import Argument, Constant, Function, GlobalRef, Instruction, Module, Value
+from .known.memory import pointer_bases
+from .known.model import Role, call_record, role_of, written_arguments
+from .outline_loop_body import outline_loop_body
+
+__all__ = ["checkpoint_loops", "checkpointed_loops"]
+
+# What the reverse keeps per execution of a block (a stack slot per call is no growth).
+_PER_ITERATION = (Retention.TAPE, Retention.TABLE, Retention.HOIST)
+
+
+def checkpointed_loops(module: Module, spec: DiffSpec) -> tuple[int, ...]:
+    """The loops of `spec.primal` worth checkpointing (see module), as the indices of their
+    headers among the function's blocks; `module` is unchanged."""
+    fn = module.functions[spec.primal]
+    loops = find_loops(fn)
+    eligible = [l for l in loops if l.parent is None and any(i.parent is l for i in loops)
+                and killed_reads(fn, l).proven and _reads_kept(fn, l)
+                and _writes_final(fn, l)]
+    if not eligible:
+        return ()
+    taped = _taped_blocks(module, spec)
+    index = {id(b): k for k, b in enumerate(fn.blocks)}
+    return tuple(index[id(l.header)] for l in eligible
+                 if taped is None or any(index[id(b)] in taped for b in l.blocks))
+
+
+def checkpoint_loops(module: Module, fn: Function, headers: tuple[int, ...]) -> list[Function]:
+    """Outline the bodies of `fn`'s loops whose headers are `fn.blocks[k]` for k in
+    `headers` (`checkpointed_loops`); the new functions."""
+    wanted = {id(fn.blocks[k]) for k in headers}
+    made = []
+    for loop in [l for l in find_loops(fn) if id(l.header) in wanted]:
+        result = outline_loop_body(module, fn, loop)
+        if result.function is not None:
+            result.function.fn_attrs = RECOMPUTED
+            made.append(result.function)
+    return made
+
+
+def _taped_blocks(module: Module, spec: DiffSpec) -> set[int] | None:
+    """The indices of the primal's blocks whose reverse, without checkpointing, reads values
+    kept per execution; None when that reverse cannot be synthesized (then every eligible
+    loop is checkpointed: its error, if any, is raised by the real synthesis)."""
+    copy = parse_module(print_module(module))
+    index = {id(b): k for k, b in enumerate(copy.functions[spec.primal].blocks)}
+    events: list[Retained] = []
+    try:
+        synthesize_reverse(copy, spec, observe=events.append)
+    except EnzymePyError:
+        return None
+    return {index[id(ev.carrier or ev.block)] for ev in events
+            if ev.kind in _PER_ITERATION and id(ev.carrier or ev.block) in index}
+
+
+def _reads_kept(fn: Function, loop: Loop) -> bool:
+    """Whether memory the body reads is written neither by the body (then `killed_reads`
+    speaks for it) nor by anything after the loop: each base an argument or a local array."""
+    body = [i for b in fn.blocks if b in loop.blocks for i in b.instructions]
+    written: set[int] = set()
+    for inst in body:
+        targets = [inst.operands[1]] if inst.opcode == "store" else \
+            written_arguments(inst) if inst.opcode == "call" else []
+        written |= {id(b) for t in targets for b in pointer_bases(t)}
+    read: dict[int, Value] = {}
+    for inst in body:
+        record = call_record(inst) if inst.opcode == "call" else None
+        pointers = [inst.operands[0]] if inst.opcode == "load" else \
+            [op for op in inst.operands if op.type.is_pointer] \
+            if inst.opcode == "call" and not (record is not None and record.inert) else []
+        read |= {id(b): b for p in pointers for b in pointer_bases(p) if id(b) not in written}
+    exit_at = loop.latches[0].terminator
+    for base in read.values():
+        if isinstance(base, GlobalRef):
+            continue
+        if role_of(base) is Role.HANDLE_DATA:
+            leaf = base.operands[0]                   # type: ignore[union-attr]
+        elif isinstance(base, Argument):
+            leaf = base
+        else:
+            return False
+        if written_after(exit_at, [leaf], targets=_data_written):
+            return False
+    return True
+
+
+def _writes_final(fn: Function, loop: Loop) -> bool:
+    """Whether re-running iterations in the reverse (last first) leaves memory as the primal
+    left it: each write of the body goes to a local array nothing outside the function sees
+    (`confined`), or to an element of an argument array indexed by the loop's counter (one
+    element per iteration) that nothing writes after the loop."""
+    exit_at = loop.latches[0].terminator
+    counters = _counters(loop)
+    in_body = lambda _, write: write.block in loop.blocks    # noqa: E731 (checked here)
+    for inst in (i for b in fn.blocks if b in loop.blocks for i in b.instructions):
+        if inst.opcode == "call" and role_of(inst) not in _REFERENCES:
+            targets = written_arguments(inst)
+        elif inst.opcode == "store":
+            targets = [inst.operands[1]]
+        else:
+            continue
+        for target in targets:
+            for base in pointer_bases(target):
+                if role_of(base) is Role.HANDLE_DATA and confined(base, loop):
+                    continue
+                if not (isinstance(base, Argument) and inst.opcode == "store"
+                        and _per_iteration(target, base, counters)
+                        and not written_after(exit_at, [base], in_body,
+                                              targets=_data_written)):
+                    return False
+    return True
+
+
+def _counters(loop: Loop) -> list[Value]:
+    """The header phis stepping by a positive constant from a constant >= 0 each iteration
+    (so distinct, non-negative values: Numba's wraparound of a negative index is moot)."""
+    latch = loop.latches[0]
+    out = []
+    for phi in loop.header.phis():
+        pairs = list(zip(phi.operands, phi.incoming))
+        nxt = [v for v, b in pairs if b is latch]
+        start = [v for v, b in pairs if b is not latch]
+        if len(nxt) != 1 or not start or not all(_int(v) is not None and _int(v) >= 0
+                                                  for v in start):
+            continue
+        step = nxt[0]
+        if isinstance(step, Instruction) and step.opcode == "add" and phi in step.operands:
+            other = step.operands[1] if step.operands[0] is phi else step.operands[0]
+            if (_int(other) or 0) > 0:
+                out.append(phi)
+    return out
+
+
+def _per_iteration(ptr: Value, base: Value, counters: list[Value]) -> bool:
+    """Whether `ptr` is `base[c]` (`getelementptr T, base, c`, or Numba's wraparound
+    `(base + c) + fix(c)` of a non-negative c) for a counter `c`."""
+    if not (isinstance(ptr, Instruction) and ptr.opcode == "getelementptr"
+            and len(ptr.operands) == 2):
+        return False
+    inner, index = ptr.operands
+    if inner is base:
+        return any(index is c for c in counters)
+    return (isinstance(inner, Instruction) and inner.opcode == "getelementptr"
+            and len(inner.operands) == 2 and inner.operands[0] is base
+            and any(inner.operands[1] is c for c in counters) and _wraparound(index, inner))
+
+
+def _wraparound(fix: Value, inner: Instruction) -> bool:
+    """`select (icmp slt c, 0), n, 0` of the counter c indexing `inner`: 0 for c >= 0."""
+    c = inner.operands[1]
+    if not (isinstance(fix, Instruction) and fix.opcode == "select"
+            and _int(fix.operands[2]) == 0):
+        return False
+    cond = fix.operands[0]
+    return (isinstance(cond, Instruction) and cond.opcode == "icmp"
+            and cond.predicate == "slt" and cond.operands[0] is c
+            and _int(cond.operands[1]) == 0)
+
+
+def _int(v: Value) -> int | None:
+    value = getattr(v, "value", None) if isinstance(v, Constant) and v.type.is_int else None
+    return value if isinstance(value, int) else None
+
+
+def _data_written(call) -> list:
+    """The pointers a call may write array data through (reference counts are no data)."""
+    return [] if role_of(call) in _REFERENCES else written_arguments(call)
+
+
+_REFERENCES = (Role.INCREF, Role.DECREF, Role.HANDLE_DATA)
