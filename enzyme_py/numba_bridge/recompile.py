@@ -94,9 +94,22 @@ def _recompile(library) -> Replacement | Unrecoverable:
 def _owner(library) -> tuple[Any, Any] | None:
     """The live dispatcher (``@njit``, or a ``@vectorize`` kernel's) and the key in its
     ``overloads`` (argument types or signature) whose compiled code is ``library``."""
-    for obj in gc.get_objects():
+    for obj in _tracked_objects():
         if issubclass(type(obj), (Dispatcher, UFuncDispatcher)):  # not isinstance: weak proxies
             for key, cres in list(obj.overloads.items()):
                 if getattr(cres, "library", None) is library:
                     return obj, key
     return None
+
+
+def _tracked_objects() -> list:
+    """Every object the garbage collector tracks, those `gc.freeze` moved out of its
+    generations included (`gc.get_objects` omits them); they are frozen again after, with
+    what the generations held."""
+    if not gc.get_freeze_count():
+        return gc.get_objects()
+    gc.unfreeze()
+    try:
+        return gc.get_objects()
+    finally:
+        gc.freeze()
