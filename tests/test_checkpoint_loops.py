@@ -10,6 +10,7 @@ import json
 import math
 import os
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -212,8 +213,9 @@ def test_gmm_loops_chosen():
     lines = {l.split()[1]: l.split()[-1] for l in text.splitlines()
              if l.startswith(";   B") and "trips =" in l}
     chosen = next(l for l in text.splitlines() if l.startswith("; checkpointed loops"))
-    headers = chosen.split(": ", 1)[1].split(", ")
-    assert sorted(lines[h] for h in headers) == ["bench_kernels.py:62", "bench_kernels.py:94"]
+    named = re.findall(r"(B[\w.]+) \(\S*/(bench_kernels\.py:\d+)\)", chosen)
+    assert sorted(lines[h] for h, _ in named) == ["bench_kernels.py:62", "bench_kernels.py:94"]
+    assert all(lines[h] == where for h, where in named)     # each named at its `for` line
     bodies = [f for f in on.module.functions.values() if ".body." in (f.name or "")]
     assert len(bodies) == 2
     assert not any(i.opcode == "call" and ".body." in getattr(i.callee, "name", "")
@@ -406,7 +408,7 @@ def test_inspect_lists_the_checkpointed_loops():
     line = "; checkpointed loops (each body outlined"
     text = inspect(gmm_objective, acts, types=types, stage="tape", checkpoint=True)
     chosen = next(l for l in text.splitlines() if l.startswith(line))
-    assert chosen.endswith(": B360.endif"), chosen
+    assert chosen.endswith(": B360.endif (" + gmm_objective.__code__.co_filename + ":62)"), chosen
     assert line not in inspect(gmm_objective, acts, types=types, stage="tape")
     df = autodiff(filled_rows, args=("dup", "dup"), checkpoint=True).derivative
     x = np.ones((3, 2))
