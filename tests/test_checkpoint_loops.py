@@ -124,6 +124,23 @@ def overwritten_after_loop(x, out):
     return s
 
 
+def hidden_layer(W, x):
+    """A local array filled before the checkpointed loop and only read by its bodies (an
+    MLP's hidden layer): kept alive by its slot until the fill's reverse, no reference per
+    iteration (Numba's refcount pruning once paired those with its one release: freed early)."""
+    H = W.shape[1]
+    h = np.empty(H)
+    for i in range(H):
+        h[i] = math.tanh(x[i])
+    loss = 0.0
+    for k in range(W.shape[0]):
+        o = 0.0
+        for i in range(H):
+            o += W[k, i] * h[i]
+        loss += o * o
+    return loss
+
+
 def _gmm_args(rng):
     d, k, n = 3, 4, 12
     return (rng.normal(size=k), rng.normal(size=(k, d)),
@@ -135,6 +152,8 @@ KERNELS = [
     Kernel("filled_rows", filled_rows,
            lambda rng: (rng.uniform(-1, 1, (6, 4)), np.zeros(6)), outputs=(1,)),
     Kernel("raising_rows", raising_rows, lambda rng: (rng.uniform(-1, 1, (5, 3)),)),
+    Kernel("hidden_layer", hidden_layer,
+           lambda rng: (rng.uniform(-1, 1, (4, 3)), rng.uniform(-1, 1, 3))),
     Kernel("read_before_fill", read_before_fill, lambda rng: (rng.uniform(-1, 1, (5, 3)),)),
     Kernel("written_after_loop", written_after_loop,
            lambda rng: (rng.uniform(-1, 1, (5, 3)), rng.uniform(-1, 1, 3)), outputs=(1,)),
@@ -153,6 +172,34 @@ def test_finite_differences(kernel):
 @pytest.mark.parametrize("kernel", KERNELS, ids=lambda k: k.name)
 def test_inner_products(kernel):
     check_inner_product(kernel, derive=_DERIVE)
+
+
+def test_a_local_array_read_by_checkpointed_bodies_lives_until_its_reverse(tmp_path):
+    """`hidden_layer` called again and again, in a process where glibc checks its heap
+    (MALLOC_CHECK_=3 aborts on a corrupted heap): the hidden layer is checkpointed (its tape
+    stage says so), every call's gradient is the same, and nothing is freed early."""
+    types, acts = "float64[:, ::1], float64[::1]", ("dup", "dup")
+    assert "; checkpointed loops" in inspect(hidden_layer, acts, types=types, stage="tape",
+                                             checkpoint=True)
+    (tmp_path / "child.py").write_text(
+        "import numpy as np\n"
+        "from enzyme_py import derive_diff\n"
+        "from tests.test_checkpoint_loops import hidden_layer\n"
+        "d = derive_diff(hidden_layer, None, ('dup', 'dup'), checkpoint=True)\n"
+        "W, x = np.linspace(-1, 1, 12).reshape(4, 3), np.array([0.3, -0.2, 0.5])\n"
+        "grads = []\n"
+        "for _ in range(5):\n"
+        "    dW, dx = np.zeros_like(W), np.zeros_like(x)\n"
+        "    d(W, dW, x, dx)\n"
+        "    grads.append(np.concatenate([dW.ravel(), dx]))\n"
+        "    junk = [np.empty(n) for n in range(1, 200)]\n"
+        "assert all(np.array_equal(g, grads[0]) for g in grads)\n")
+    root = pathlib.Path(__file__).parents[1]
+    env = dict(os.environ, MALLOC_CHECK_="3", LIBC_FATAL_STDERR_="1",
+               PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]))
+    out = subprocess.run([sys.executable, str(tmp_path / "child.py")], cwd=root, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
 
 
 def _stages(fn, acts, types, checkpoint):
