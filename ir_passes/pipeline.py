@@ -88,12 +88,15 @@ class Stages:
     """Every stage of one differentiation; each is computed once, when first asked for.
     `vector_math`: the linked module calls glibc's libmvec where LLVM vectorises a loop
     holding math calls (`vector_math.annotate`; a no-op on hosts without libmvec).
-    `checkpoint` (reverse mode): loops worth it are checkpointed (`checkpoint_loops`)."""
+    `checkpoint` (reverse mode, not split): loops worth it are checkpointed
+    (`checkpoint_loops`). Split halves are not: a checkpointed iteration reads its inputs
+    again in the reverse half, and the caller may change them between the halves."""
 
     def __init__(self, target: Target, vector_math: bool = False,
                  checkpoint: bool = False) -> None:
         self.target = target
-        self.checkpoint = checkpoint and target.spec.mode == "reverse"
+        self.checkpoint = checkpoint and target.spec.mode == "reverse" and \
+            target.spec.split is None
         self.spec = replace(target.spec, vector_math=frozenset(libmvec_variants())) \
             if vector_math else target.spec
         self.vector_math = vector_math

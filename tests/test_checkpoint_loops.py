@@ -26,7 +26,7 @@ from ir_passes.pipeline import Stages
 from tests.support.gradcheck import check_inner_product, check_reverse
 from tests.support.kernel import Kernel
 from tests.support.nrt_stats import frees_by, nrt_statistics
-from tests.test_split import split_as_reverse
+from tests.test_tape_placement import matmul_loss
 
 sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "examples" / "benchmarks"))
 from bench_kernels import gmm_objective  # noqa: E402
@@ -271,28 +271,27 @@ def test_gmm_loops_chosen():
 
 # ---------------------------------------------------------------- with the other options
 
-def split_checkpointed(f, name, activities, mode="reverse", **kw):
-    """Split halves with checkpoint=True, called with reverse mode's conventions."""
-    return split_as_reverse(f, name, activities, mode, checkpoint=True, **kw)
-
-
-@pytest.mark.parametrize("kernel", [k for k in KERNELS if k.name in
-                                    ("gmm", "filled_rows", "raising_rows")], ids=lambda k: k.name)
-def test_split_mode(kernel):
-    """The halves compose to reverse mode, against finite differences and forward mode;
-    the loop is checkpointed in the forward half's state too (its tape smaller)."""
-    check_reverse(kernel, derive=split_checkpointed)
-    check_inner_product(kernel, derive=lambda f, n, a, mode, **kw: split_checkpointed(
-        f, n, a, **kw) if mode == "reverse" else derive_diff(f, n, a, mode, **kw))
-
-
-def test_split_tape_is_smaller():
-    x, out = np.random.default_rng(3).uniform(-1, 1, (6, 4)), np.zeros(6)
+def test_split_mode_keeps_its_tape():
+    """Split halves are not checkpointed: a re-run iteration would read the output C again
+    in the reverse half, and the caller may write it between the halves (split mode tapes
+    what it may overwrite); the gradient is the one of a single call, the tape the same."""
+    rng = np.random.default_rng(3)
+    A, B = rng.standard_normal((3, 4)), rng.standard_normal((4, 5))
+    dA_once, dB_once = np.zeros_like(A), np.zeros_like(B)
+    derive_diff(matmul_loss, None, ("dup", "dup", "dup"), checkpoint=True)(
+        A, dA_once, B, dB_once, np.zeros((3, 5)), np.zeros((3, 5)))
     sizes = []
     for on in (False, True):
-        fwd, _ = derive_diff(filled_rows, None, ("dup", "dup"), mode="split", checkpoint=on)
-        sizes.append(fwd(x, np.zeros_like(x), out, np.ones(6))[1].nbytes)
-    assert sizes[1] < sizes[0] / 4, sizes
+        fwd, rev = derive_diff(matmul_loss, None, ("dup", "dup", "dup"), mode="split",
+                               checkpoint=on)
+        dA, dB, C, dC = np.zeros_like(A), np.zeros_like(B), np.zeros((3, 5)), np.zeros((3, 5))
+        _, tape = fwd(A, dA, B, dB, C, dC)
+        sizes.append(tape.nbytes)
+        C[:] = 7.0                                  # the caller's write between the halves
+        rev(A, dA, B, dB, C, dC, 1.0, tape)
+        np.testing.assert_allclose(dA, dA_once, rtol=1e-13)
+        np.testing.assert_allclose(dB, dB_once, rtol=1e-13)
+    assert sizes[0] == sizes[1]
 
 
 def rows(x):
