@@ -76,7 +76,8 @@ def derive_diff(f, name: str | None, activities, mode: str = "reverse", *,
     calls), the activities, the options and the versions of enzyme_py, Numba and llvmlite
     are unchanged. Not for mode="split"; `f` must be defined in a file.
 
-    `checkpoint=True` (reverse and split mode, no effect in forward mode; off by default):
+    `checkpoint=True` (reverse mode; off by default; no effect in forward mode, nor in split
+    mode, whose caller may change the inputs an iteration re-reads between the halves):
     the reverse of an outermost loop holding loops re-runs each iteration's forward just
     before that iteration's reverse instead of reading a tape kept for all iterations, so
     the tape no longer grows with its trip count, for about one more forward pass of the

@@ -119,7 +119,8 @@ def _writes_final(fn: Function, loop: Loop) -> bool:
     """Whether re-running iterations in the reverse (last first) leaves memory as the primal
     left it: each write of the body goes to a local array nothing outside the function sees
     (`confined`), or to an element of an argument array indexed by the loop's counter (one
-    element per iteration) that nothing writes after the loop."""
+    element per iteration, stored whole: `base[c]` indexes elements of the stored type) that
+    nothing writes after the loop."""
     exit_at = loop.latches[0].terminator
     counters = _counters(loop)
     in_body = lambda _, write: write.block in loop.blocks    # noqa: E731 (checked here)
@@ -136,6 +137,7 @@ def _writes_final(fn: Function, loop: Loop) -> bool:
                     continue
                 if not (isinstance(base, Argument) and inst.opcode == "store"
                         and _per_iteration(target, base, counters)
+                        and target.source_type == inst.operands[0].type
                         and not written_after(exit_at, [base], in_body,
                                               targets=_data_written)):
                     return False

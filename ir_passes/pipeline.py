@@ -31,6 +31,7 @@ from .aggregate_merges import split_aggregate_merges
 from .analysis.activity import ActivityInfo, analyze_activity, print_activity
 from .canonicalize import optimize
 from .checkpoint_loops import checkpoint_loops, checkpointed_loops
+from .diagnostics import Diagnostics
 from .diff.callees import not_inlined_callees
 from .diff.driver import differentiate
 from .diff.reverse.callees import RECOMPUTED
@@ -87,12 +88,15 @@ class Stages:
     """Every stage of one differentiation; each is computed once, when first asked for.
     `vector_math`: the linked module calls glibc's libmvec where LLVM vectorises a loop
     holding math calls (`vector_math.annotate`; a no-op on hosts without libmvec).
-    `checkpoint` (reverse mode): loops worth it are checkpointed (`checkpoint_loops`)."""
+    `checkpoint` (reverse mode, not split): loops worth it are checkpointed
+    (`checkpoint_loops`). Split halves are not: a checkpointed iteration reads its inputs
+    again in the reverse half, and the caller may change them between the halves."""
 
     def __init__(self, target: Target, vector_math: bool = False,
                  checkpoint: bool = False) -> None:
         self.target = target
-        self.checkpoint = checkpoint and target.spec.mode == "reverse"
+        self.checkpoint = checkpoint and target.spec.mode == "reverse" and \
+            target.spec.split is None
         self.spec = replace(target.spec, vector_math=frozenset(libmvec_variants())) \
             if vector_math else target.spec
         self.vector_math = vector_math
@@ -190,6 +194,24 @@ class Stages:
     def tape(self) -> TapeReport:
         return tape_report(self.module, self.spec)
 
+    def _loop_at(self, header: str) -> str:
+        """`header` (a loop header block of the primal) with the Python `file:line` of the
+        first located instruction from it on (the loop's `for` test)."""
+        primal = self.module.functions[self.spec.primal]
+        diag = Diagnostics(self.module, primal)
+        work = [b for b in primal.blocks if b.name == header]
+        seen = set()
+        while work:
+            block = work.pop(0)
+            if id(block) in seen:
+                continue
+            seen.add(id(block))
+            source = next((s for s in map(diag.source, block.instructions) if s), None)
+            if source:
+                return f"{header} ({source})"
+            work.extend(block.successors())
+        return header
+
     def tape_text(self, sizes: Mapping[str, int]) -> str:
         if self.spec.mode != "reverse":
             return "; forward mode keeps no tape: tangents are computed beside the primal\n"
@@ -200,7 +222,7 @@ class Stages:
         if bodies:
             text += ("; checkpointed loops (each body outlined; the reverse of an iteration "
                      "recomputes it, its tape living during that reverse only): "
-                     + ", ".join(bodies) + "\n")
+                     + ", ".join(map(self._loop_at, bodies)) + "\n")
         pushed = taped_bytes(self.derivative)     # read back from the real derivative
         if pushed != report.bytes_by_block():
             text += (f"; warning: the synthesized derivative pushes {pushed} tape byte(s) per "

@@ -37,12 +37,14 @@ from ..callees import callee_spec, memoised, written_parameters, written_targets
 from ..prepare import prepare_calls
 from ..spec import Activity, DiffSpec, ReturnLeaf, SplitSpec
 from .availability import Availability, BlockContext
-from .kept import emit_reference, local_owner, written_after
+from .kept import local_owner, written_after
 from .parked_shadows import park_shadow, state_slot
 from .split import STATE_ARRAY
 from .state import ReverseState
 
 _HINT = "not supported yet: pass the callee memory the caller does not change afterwards"
+_ARRAY_HINT = ("allocate the array once per call (outside loops) in a function that returns "
+               "no array, or let Numba inline the callee")
 _idents = itertools.count(1 << 32)
 
 
@@ -52,8 +54,12 @@ def touches(info: ActivityInfo, inst: Instruction) -> bool:
 
 
 def check_call(st: ReverseState, inst: Instruction, callee: Function) -> None:
-    """Refuse what the callee's reverse half cannot be trusted with at this call; keep
-    the local arrays it only reads alive until the call's reverse (`kept.py`)."""
+    """Refuse what the callee's reverse half cannot be trusted with at this call. A local
+    array the callee only reads must be one kept between calls (`parked_shadows`): its slot
+    holds a reference until the allocation's reverse, after the call's. Any other would need
+    a reference per call, and Numba's reference-count pruning (its "diamond" subpass) pairs a
+    reference taken in a loop with the array's one release after the loop and drops both:
+    the reverse then released the array early (a checkpointed loop keeps its tape instead)."""
     written = written_parameters(st.module)
     writes = written.get(callee.name or "", frozenset())
     bases: dict[int, list[int]] = {}
@@ -70,10 +76,10 @@ def check_call(st: ReverseState, inst: Instruction, callee: Function) -> None:
         if owned is None or written_after(inst, owned[1], targets=targets):
             raise st.diag.unsupported(f"call to @{callee.name}, which is not inlined, reads "
                                       f"memory (%{op.name}) written after the call", inst, _HINT)
-        emit_reference(st.b, st.module, st.map(owned[0]), Role.INCREF)
-        if st.owned is not None:    # split mode: released if the state dies unreversed
-            st.owned_pushes.setdefault(inst.block, []).append(st.map(owned[0]))
-        st.kept.setdefault(inst, []).append(owned[0])
+        if owned[0] not in st.kept_allocations:
+            raise st.diag.unsupported(f"call to @{callee.name}, which is not inlined, reads "
+                                      f"a local array (%{op.name}) allocated more than once per "
+                                      "call or returned", inst, _ARRAY_HINT)
     for same in bases.values():
         if len(same) > 1 and writes.intersection(same):
             raise st.diag.unsupported(f"call to @{callee.name}, which is not inlined, handed "
@@ -197,8 +203,6 @@ def emit_reverse_call(st: ReverseState, avail: Availability, ctx: BlockContext,
     else:
         b.call(declare(st.module, runtime_call(Role.RAW_FREE).name, VOID, [PTR]), [state],
                VOID)
-    for owner in st.kept.get(inst, ()):
-        emit_reference(b, st.module, avail.value(ctx, owner), Role.DECREF)
     grads = b.load(spec.ret_type, out)               # type: ignore[arg-type]
     active = [p for p in spec.params if p.activity is Activity.ACTIVE]
     for k, p in enumerate(active):
