@@ -29,7 +29,8 @@ from .diff.spec import DiffSpec
 from .errors import EnzymePyError
 from .ir.parser import parse_module
 from .ir.printer import print_module
-from .ir.values import Argument, Constant, Function, GlobalRef, Instruction, Module, Value
+from .ir.values import (Argument, Function, GlobalRef, Instruction, Module, Value,
+                        int_constant)
 from .known.memory import pointer_bases
 from .known.model import Role, call_record, role_of, written_arguments
 from .outline_loop_body import outline_loop_body
@@ -153,13 +154,13 @@ def _counters(loop: Loop) -> list[Value]:
         pairs = list(zip(phi.operands, phi.incoming))
         nxt = [v for v, b in pairs if b is latch]
         start = [v for v, b in pairs if b is not latch]
-        if len(nxt) != 1 or not start or not all(_int(v) is not None and _int(v) >= 0
+        if len(nxt) != 1 or not start or not all(int_constant(v) is not None and int_constant(v) >= 0
                                                   for v in start):
             continue
         step = nxt[0]
         if isinstance(step, Instruction) and step.opcode == "add" and phi in step.operands:
             other = step.operands[1] if step.operands[0] is phi else step.operands[0]
-            if (_int(other) or 0) > 0:
+            if (int_constant(other) or 0) > 0:
                 out.append(phi)
     return out
 
@@ -182,17 +183,12 @@ def _wraparound(fix: Value, inner: Instruction) -> bool:
     """`select (icmp slt c, 0), n, 0` of the counter c indexing `inner`: 0 for c >= 0."""
     c = inner.operands[1]
     if not (isinstance(fix, Instruction) and fix.opcode == "select"
-            and _int(fix.operands[2]) == 0):
+            and int_constant(fix.operands[2]) == 0):
         return False
     cond = fix.operands[0]
     return (isinstance(cond, Instruction) and cond.opcode == "icmp"
             and cond.predicate == "slt" and cond.operands[0] is c
-            and _int(cond.operands[1]) == 0)
-
-
-def _int(v: Value) -> int | None:
-    value = getattr(v, "value", None) if isinstance(v, Constant) and v.type.is_int else None
-    return value if isinstance(value, int) else None
+            and int_constant(cond.operands[1]) == 0)
 
 
 def _data_written(call) -> list:

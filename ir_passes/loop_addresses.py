@@ -14,22 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .ir.types import I64, size_of
-from .ir.values import Block, Constant, ConstInt, Instruction, Value
+from .ir.values import Block, Instruction, Value, int_constant
 
-__all__ = ["Address", "DownLoop", "MAX_INIT", "PointerStep", "int_constant"]
+__all__ = ["Address", "DownLoop", "MAX_INIT", "PointerStep"]
 
 MAX_INIT = 1 << 62
-
-
-def int_constant(v: Value) -> int | None:
-    """The integer a constant `v` holds, else None."""
-    if isinstance(v, ConstInt):
-        return v.value
-    if isinstance(v, Constant) and v.type.is_int:
-        text = v.text if hasattr(v, "text") else ""
-        if text.lstrip("-").isdigit():
-            return int(text)
-    return None
 
 
 @dataclass(frozen=True)

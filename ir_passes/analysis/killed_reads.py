@@ -29,7 +29,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ir.types import size_of
-from ..ir.values import Argument, Block, Constant, Function, GlobalRef, Instruction, Value
+from ..ir.values import (Argument, Block, Constant, Function, GlobalRef, Instruction, Value,
+                         int_constant)
 from ..known.memory import pointer_bases
 from ..known.model import (Role, call_record, is_local_allocation, role_of,
                            written_arguments)
@@ -150,11 +151,7 @@ def _accesses(data: Value, owner: Value, body: Loop) -> list[Instruction] | None
     """The stores through `data` (via geps), or None when `data` or the owner go anywhere
     but geps, loads, stores of a value, the owner's data/reference-count calls and, outside
     the body, calls keeping none of their pointers (the `memset` of `np.zeros`)."""
-    fn = data.block.function                  # type: ignore[union-attr]
-    users: dict[int, list[Instruction]] = {}
-    for inst in fn.instructions():
-        for op in inst.operands:
-            users.setdefault(id(op), []).append(inst)
+    users = data.block.function.users()       # type: ignore[union-attr]
     if not all(role_of(u) in _OWNER_USES and u.operands == [owner] or u.opcode == "icmp"
                for u in users.get(id(owner), [])):
         return None
@@ -222,11 +219,11 @@ def _masked(at, counter: Instruction) -> bool:
     if not isinstance(at, _Masked) or at.index is not counter:
         return False
     fix = at.fix
-    if not (isinstance(fix, Instruction) and fix.opcode == "select" and _int(fix.operands[2]) == 0):
+    if not (isinstance(fix, Instruction) and fix.opcode == "select" and int_constant(fix.operands[2]) == 0):
         return False
     cond = fix.operands[0]
     return (isinstance(cond, Instruction) and cond.opcode == "icmp" and cond.predicate == "slt"
-            and cond.operands[0] is counter and _int(cond.operands[1]) == 0)
+            and cond.operands[0] is counter and int_constant(cond.operands[1]) == 0)
 
 
 def _trips(loop: Loop) -> tuple[list[Instruction], Value] | None:
@@ -252,21 +249,21 @@ def _trips(loop: Loop) -> tuple[list[Instruction], Value] | None:
         nxt = next(op for op, blk in zip(phi.operands, phi.incoming) if blk is latch)
         start = next(op for op, blk in zip(phi.operands, phi.incoming) if blk is not latch)
         if isinstance(nxt, Instruction) and nxt.opcode == "add" and phi in nxt.operands:
-            step = _int(nxt.operands[1] if nxt.operands[0] is phi else nxt.operands[0])
+            step = int_constant(nxt.operands[1] if nxt.operands[0] is phi else nxt.operands[0])
             if step in (1, -1) and (nxt.operands[0] is not nxt.operands[1]):
                 steps[phi] = (start, step, nxt)
-    counters = [phi for phi, (start, step, _) in steps.items() if step == 1 and _int(start) == 0]
+    counters = [phi for phi, (start, step, _) in steps.items() if step == 1 and int_constant(start) == 0]
     if not counters:
         return None
     a, b = cond.operands
     pred = cond.predicate
     bound = None
     for phi, (start, step, nxt) in steps.items():
-        if step == 1 and _int(start) == 0 and nxt in (a, b) and (
+        if step == 1 and int_constant(start) == 0 and nxt in (a, b) and (
                 pred == "eq" and not stays or pred == "ne" and stays):
             bound = b if a is nxt else a       # leaves when j + 1 == N
-        elif step == -1 and a is phi and _int(b) == 1 and stays and pred in ("sgt", "ugt") \
-                or step == -1 and a is nxt and _int(b) == 0 and stays and pred in ("sgt", "ne"):
+        elif step == -1 and a is phi and int_constant(b) == 1 and stays and pred in ("sgt", "ugt") \
+                or step == -1 and a is nxt and int_constant(b) == 0 and stays and pred in ("sgt", "ne"):
             bound = start                      # c = N, N - 1, .., 1
         if bound is not None:
             break
@@ -278,18 +275,18 @@ def _trips(loop: Loop) -> tuple[list[Instruction], Value] | None:
 def _whole_extent(owner: Instruction, bound: Value, elem: int) -> bool:
     """Whether the allocation `owner` is `bound * elem` bytes."""
     size = owner.operands[0]
-    if _int(size) is not None:
-        return _int(bound) is not None and _int(size) == _int(bound) * elem
+    if int_constant(size) is not None:
+        return int_constant(bound) is not None and int_constant(size) == int_constant(bound) * elem
     if not isinstance(size, Instruction) or size.opcode not in ("shl", "mul"):
         return False
     n, k = size.operands
-    if size.opcode == "mul" and _int(n) is not None:
+    if size.opcode == "mul" and int_constant(n) is not None:
         n, k = k, n
-    factor = _int(k)
+    factor = int_constant(k)
     if factor is None:
         return False
     factor = 1 << factor if size.opcode == "shl" else factor
-    return factor == elem and (n is bound or _int(n) is not None and _int(n) == _int(bound))
+    return factor == elem and (n is bound or int_constant(n) is not None and int_constant(n) == int_constant(bound))
 
 
 def _killed(block: Block, fill: tuple[Loop, Value], body: Loop) -> bool:
@@ -330,15 +327,10 @@ def _empty_edge(src: Block, dst: Block, bound: Value) -> bool:
     pred = cond.predicate
     if b is bound and pred in ("eq", "ne"):
         a, b = b, a
-    if a is not bound or _int(b) is None:
+    if a is not bound or int_constant(b) is None:
         return False
     taken_true = dst is term.operands[1]
-    key = (pred, _int(b))
+    key = (pred, int_constant(b))
     return key in (_EMPTY_WHEN_TRUE if taken_true else _EMPTY_WHEN_FALSE)
 
 
-def _int(v: Value) -> int | None:
-    if isinstance(v, Constant) and v.type.is_int:
-        value = getattr(v, "value", None)
-        return value if isinstance(value, int) else None
-    return None

@@ -84,6 +84,17 @@ def const_int(type: Type, value: int) -> ConstInt:
     return ConstInt(type, int(value))
 
 
+def int_constant(v: Value) -> int | None:
+    """The integer a constant `v` holds, else None."""
+    if isinstance(v, ConstInt):
+        return v.value
+    if isinstance(v, Constant) and v.type.is_int:
+        text = v.text if hasattr(v, "text") else ""
+        if text.lstrip("-").isdigit():
+            return int(text)
+    return None
+
+
 def zero(type: Type) -> Constant:
     """The zero of a scalar or aggregate type."""
     if isinstance(type, FloatType):
@@ -305,4 +316,4 @@ def float_type_of(bits: int) -> FloatType:
 
 __all__ = ["Argument", "Block", "ConstFloat", "ConstInt", "Constant", "FALSE", "Function",
            "GlobalRef", "Instruction", "Module", "TERMINATORS", "TRUE", "VOID", "Value",
-           "const_float", "const_int", "float_type_of", "format_float", "zero"]
+           "const_float", "const_int", "float_type_of", "format_float", "int_constant", "zero"]
