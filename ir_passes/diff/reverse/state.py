@@ -92,6 +92,10 @@ class ReverseState:
         self.owned = (Tape(module, self.fn, self.entry, "owned", parked=False)
                       if spec.split else None)
         self.owned_pushes: dict[Block, list[Value]] = {}
+        # kept temporaries' owners taken so far (entry slots), and the exits that skip the
+        # reverse (the first release call of each): what they drop (`unreversed.py`)
+        self.kept_owners: list[Instruction] = []
+        self.unreversed_exits: list[Instruction] = []
         self.tables = Tables(self)                      # values kept in tables (tables.py)
         if not returns_memory(self.primal, self.retptr):   # kept between calls: run once
             self.plan.live_arrays = frozenset(a for a in self.allocs
@@ -130,12 +134,17 @@ class ReverseState:
             self.rcounter[loop] = self.alloca(I64, f"{loop.header.name}.riter")
         return slot_ptr
 
-    def release_tapes(self, b: Builder) -> None:
-        """Park the tape (in split mode, after the list of shadow arrays: the tape's buffer
-        stays parked for the next forward half) at `b`."""
-        if self.owned is not None:
-            self.owned.release(b)
+    def release_tapes(self, b: Builder) -> Instruction:
+        """Park the tape (after the list of shadow arrays, if any: the tape's buffer stays
+        parked for the next call) at `b`; the first call emitted."""
+        listed = self.owned.release(b) if self.owned is not None else None
         self.tables.releases.append(self.tape.release(b))
+        return listed or self.tables.releases[-1]
+
+    def exit_unreversed(self, b: Builder) -> None:
+        """Release the tapes at `b`, an exit that skips the reverse (a raise); what the
+        reverse would have released is dropped there too, once known (`unreversed.py`)."""
+        self.unreversed_exits.append(self.release_tapes(b))
 
     def alloca(self, t: Type, name: str) -> Instruction:
         """An alloca in the entry block (kept before the entry's eventual terminator)."""
