@@ -49,7 +49,7 @@ class AugmentedForward:
                     and touches(st.info, inst):
                 augment_call(st, inst, st.module.functions[inst.callee_name])
                 continue
-            if inst in st.plan.live_arrays:
+            if inst in st.plan.live_arrays and st.keeps_allocations:
                 self._kept_allocation(inst, block)
                 check_forward(st, inst)
                 continue
@@ -66,6 +66,8 @@ class AugmentedForward:
                 st.fshadow[inst] = allocate_shadow(b, st.module, size, align)[0]
                 if st.owned is not None:
                     st.owned_pushes.setdefault(block, []).append(st.fshadow[inst])
+                if inst in st.plan.live_arrays:     # held until its reverse, for reloads
+                    self._held_allocation(clone)
             elif inst in st.info.shadowed:
                 st.fshadow[inst] = self._shadow(inst)
 
@@ -100,6 +102,16 @@ class AugmentedForward:
             slot = st.zeroed_alloca(PTR, "kept.taken", NULL)
             b.store(value, slot)
             st.kept_owners.append(slot)
+
+    def _held_allocation(self, owner: Instruction) -> None:
+        """A temporary run once per call but not kept between calls (the function returns
+        memory): a held reference keeps it until its reverse, which reloads what it reads
+        (`ReversePlan.reloadable`); dropped by a raise too (`unreversed.py`)."""
+        st, b = self.st, self.st.b
+        held_reference(b, st.module, owner, Role.INCREF)
+        slot = st.zeroed_alloca(PTR, "held.taken", NULL)
+        b.store(owner, slot)
+        st.kept_owners.append(slot)
 
     def _phi(self, inst: Instruction) -> None:
         st, b = self.st, self.st.b

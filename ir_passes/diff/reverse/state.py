@@ -97,9 +97,12 @@ class ReverseState:
         self.kept_owners: list[Instruction] = []
         self.unreversed_exits: list[Instruction] = []
         self.tables = Tables(self)                      # values kept in tables (tables.py)
-        if not returns_memory(self.primal, self.retptr):   # kept between calls: run once
-            self.plan.live_arrays = frozenset(a for a in self.allocs
-                                              if self.plan.executes_once(a.block))
+        # temporaries run at most once per call: kept between calls in slots (unless the
+        # function returns memory), else (outside split mode) held until their reverse
+        once = frozenset(a for a in self.allocs if self.plan.executes_once(a.block))
+        self.keeps_allocations = not returns_memory(self.primal, self.retptr)
+        self.plan.live_arrays = once if self.keeps_allocations or spec.split is None \
+            else frozenset()
         # allocations kept between calls -> slots of the primal array and of its shadow
         self.kept_allocations: dict[Instruction, tuple[GlobalRef, GlobalRef]] = {}
         self.kept: dict[Instruction, list[Value]] = {}   # call -> arrays kept alive
