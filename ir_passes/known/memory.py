@@ -55,23 +55,24 @@ def noalias_argument(ptr: Value) -> Argument | None:
     return ptr if isinstance(ptr, Argument) and "noalias" in ptr.attrs.split() else None
 
 
-def pointer_bases(ptr: Value) -> list[Value]:
-    """The values a pointer is derived from through address arithmetic, phis and selects."""
-    seen: set[int] = set()
+def pointer_bases(ptr: Value, merged_only: bool = False) -> list[Value]:
+    """The values a pointer is derived from through address arithmetic, phis and selects
+    (`merged_only`: only those it reaches through a phi or select)."""
+    seen: set[tuple[int, bool]] = set()
     bases: list[Value] = []
-    work = [ptr]
+    work = [(ptr, False)]
     while work:
-        p = work.pop()
-        if id(p) in seen:
+        p, merged = work.pop()
+        if (id(p), merged) in seen:
             continue
-        seen.add(id(p))
+        seen.add((id(p), merged))
         if isinstance(p, Instruction) and p.opcode in ("getelementptr", "bitcast",
                                                        "addrspacecast", "freeze"):
-            work.append(p.operands[0])
+            work.append((p.operands[0], merged))
         elif isinstance(p, Instruction) and p.opcode == "phi":
-            work.extend(p.operands)
+            work.extend((op, True) for op in p.operands)
         elif isinstance(p, Instruction) and p.opcode == "select":
-            work.extend(p.operands[1:])
-        elif not any(b is p for b in bases):
+            work.extend((op, True) for op in p.operands[1:])
+        elif (merged or not merged_only) and not any(b is p for b in bases):
             bases.append(p)
     return bases

@@ -48,31 +48,31 @@ def written_after(call: Instruction, leaves: list[Value],
                   allowed: Callable[[Instruction, Instruction], bool] | None = None,
                   targets: Callable[[Instruction], list[Value]] | None = None) -> bool:
     """Whether the memory of `leaves` (allocation calls, or an argument) may be written after
-    `call` (before the allocation runs again, for a single one: then it is a new array), by
-    other writes than those `allowed(call, write)` exempts. `targets`: the pointers a call
-    writes through (default: what its record says)."""
+    `call`, by other writes than those `allowed(call, write)` exempts. `targets`: the
+    pointers a call writes through (default: what its record says). For a single allocation,
+    once it runs again a direct write is to the new array; the array `call` saw may still be
+    written through a phi or select that carried it on (`h_prev = h` in a loop)."""
     block = call.block
     assert block is not None
-    work = [(block, block.instructions.index(call) + 1)]
+    work = [(block, block.instructions.index(call) + 1, False)]
     seen = set()
     while work:
-        blk, start = work.pop()
+        blk, start, carried_only = work.pop()
         for inst in blk.instructions[start:]:
             if len(leaves) == 1 and inst is leaves[0]:
-                break
-            if (_may_write(inst, leaves, targets or written_arguments)
+                carried_only = True
+            if (_may_write(inst, leaves, targets or written_arguments, carried_only)
                     and not (allowed is not None and allowed(call, inst))):
                 return True
-        else:
-            for succ in blk.successors():
-                if succ not in seen:
-                    seen.add(succ)
-                    work.append((succ, 0))
+        for succ in blk.successors():
+            if (succ, carried_only) not in seen and (succ, False) not in seen:
+                seen.add((succ, carried_only))
+                work.append((succ, 0, carried_only))
     return False
 
 
 def _may_write(inst: Instruction, leaves: list[Value],
-               call_targets: Callable[[Instruction], list[Value]]) -> bool:
+               call_targets: Callable[[Instruction], list[Value]], carried_only: bool) -> bool:
     if inst.opcode == "store":
         targets = [inst.operands[1]]
     elif inst.opcode == "call" and role_of(inst) is not Role.RAW_FREE:   # frees no kept array
@@ -81,7 +81,7 @@ def _may_write(inst: Instruction, leaves: list[Value],
         return False
     # Every memory a target may address (through phis and selects of pointers too).
     return any(_may_be_leaf(base, leaves) for target in targets
-               for base in pointer_bases(target))
+               for base in pointer_bases(target, carried_only))
 
 
 def _may_be_leaf(base: Value, leaves: list[Value]) -> bool:
