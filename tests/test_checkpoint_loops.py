@@ -35,6 +35,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "examples" / "benchma
 from bench_kernels import gmm_objective  # noqa: E402
 
 _DERIVE = functools.partial(derive_diff, checkpoint=True)
+_NAMED = pytest.mark.filterwarnings("ignore::enzyme_py.CheckpointWarning")  # the loops kept
 
 
 def filled_rows(x, out):
@@ -167,6 +168,7 @@ KERNELS = [
 ]
 
 
+@_NAMED
 @pytest.mark.parametrize("kernel", KERNELS, ids=lambda k: k.name)
 def test_finite_differences(kernel):
     check_reverse(kernel, derive=_DERIVE)
@@ -238,6 +240,7 @@ def _per_point(stages) -> int:
     return total(2) - total(1)
 
 
+@_NAMED
 @pytest.mark.parametrize("fn, types, acts, outlined", [
     (filled_rows, "float64[:,::1], float64[::1]", ("dup", "dup"), True),
     (raising_rows, "float64[:,::1]", ("dup",), True),
