@@ -30,8 +30,6 @@ from .diff.reverse.kept import written_after
 from .diff.reverse.retained import Retained, Retention
 from .diff.spec import DiffSpec
 from .errors import EnzymePyError
-from .ir.parser import parse_module
-from .ir.printer import print_module
 from .ir.values import (Argument, Function, GlobalRef, Instruction, Module, Value,
                         int_constant)
 from .known.memory import pointer_bases
@@ -55,7 +53,8 @@ class Choice:
 
 def checkpointed_loops(module: Module, spec: DiffSpec) -> Choice:
     """The loops of `spec.primal` worth checkpointing (see module), and the outermost loops
-    holding loops, taping per iteration, that do not qualify; `module` is unchanged."""
+    holding loops, taping per iteration, that do not qualify. `module` is a scratch copy:
+    the reverse (without checkpointing) is synthesized into it, the primal left as it was."""
     fn = module.functions[spec.primal]
     loops = find_loops(fn)
     nests = [l for l in loops if l.parent is None and any(i.parent is l for i in loops)]
@@ -85,13 +84,13 @@ def checkpoint_loops(module: Module, fn: Function, headers: tuple[int, ...]) -> 
 
 def _taped_blocks(module: Module, spec: DiffSpec) -> set[int] | None:
     """The indices of the primal's blocks whose reverse, without checkpointing, reads values
-    kept per execution; None when that reverse cannot be synthesized (then every eligible
-    loop is checkpointed: its error, if any, is raised by the real synthesis)."""
-    copy = parse_module(print_module(module))
-    index = {id(b): k for k, b in enumerate(copy.functions[spec.primal].blocks)}
+    kept per execution, from synthesizing that reverse into `module`; None when it cannot be
+    synthesized (then every eligible loop is checkpointed: its error, if any, is raised by
+    the real synthesis)."""
+    index = {id(b): k for k, b in enumerate(module.functions[spec.primal].blocks)}
     events: list[Retained] = []
     try:
-        synthesize_reverse(copy, spec, observe=events.append)
+        synthesize_reverse(module, spec, observe=events.append)
     except EnzymePyError:
         return None
     return {index[id(ev.carrier or ev.block)] for ev in events

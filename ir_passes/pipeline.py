@@ -137,7 +137,7 @@ class Stages:
         if not self.checkpoint:
             return ()
         text = self.target.canonical_text
-        plain = _canonical_module(text)[0]
+        plain = _canonical_module(text)[0]                  # a scratch copy
         choice = checkpointed_loops(plain, self.spec)
         chosen, refused = choice.chosen, list(choice.refused)
         if chosen:
