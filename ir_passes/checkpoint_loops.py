@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .analysis.cfg import Loop, find_loops
+from .analysis.induction import induction_variables
 from .analysis.killed_reads import confined, killed_reads
 from .diff.reverse.callees import RECOMPUTED
 from .diff.reverse.driver import synthesize_reverse
@@ -176,21 +177,13 @@ def _writes_final(fn: Function, loop: Loop) -> bool:
 def _counters(loop: Loop) -> list[Value]:
     """The header phis stepping by a positive constant from a constant >= 0 each iteration
     (so distinct, non-negative values: Numba's wraparound of a negative index is moot)."""
-    latch = loop.latches[0]
-    out = []
-    for phi in loop.header.phis():
-        pairs = list(zip(phi.operands, phi.incoming))
-        nxt = [v for v, b in pairs if b is latch]
-        start = [v for v, b in pairs if b is not latch]
-        if len(nxt) != 1 or not start or not all(int_constant(v) is not None and int_constant(v) >= 0
-                                                  for v in start):
-            continue
-        step = nxt[0]
-        if isinstance(step, Instruction) and step.opcode == "add" and phi in step.operands:
-            other = step.operands[1] if step.operands[0] is phi else step.operands[0]
-            if (int_constant(other) or 0) > 0:
-                out.append(phi)
-    return out
+    return [phi for phi, iv in induction_variables(loop).items()
+            if _at_least(iv.start, 0) and _at_least(iv.step, 1)]
+
+
+def _at_least(v: Value, k: int) -> bool:
+    c = int_constant(v)
+    return c is not None and c >= k
 
 
 def _per_iteration(ptr: Value, base: Value, counters: list[Value]) -> bool:
