@@ -29,7 +29,9 @@ from ir_passes.pipeline import Stages
 from tests.support.gradcheck import check_inner_product, check_reverse
 from tests.support.kernel import Kernel
 from tests.support.nrt_stats import frees_by, nrt_statistics
-from tests.test_tape_placement import matmul_loss
+# hidden_layer: a local array filled before the checkpointed loop and only read by its bodies
+# (an MLP's hidden layer), kept alive by its slot until the fill's reverse
+from tests.test_tape_placement import hidden_layer, matmul_loss
 
 sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "examples" / "benchmarks"))
 from bench_kernels import gmm_objective  # noqa: E402
@@ -126,23 +128,6 @@ def overwritten_after_loop(x, out):
         s += r * r
     out[0] = 2.0 * s
     return s
-
-
-def hidden_layer(W, x):
-    """A local array filled before the checkpointed loop and only read by its bodies (an
-    MLP's hidden layer): kept alive by its slot until the fill's reverse, no reference per
-    iteration (Numba's refcount pruning once paired those with its one release: freed early)."""
-    H = W.shape[1]
-    h = np.empty(H)
-    for i in range(H):
-        h[i] = math.tanh(x[i])
-    loss = 0.0
-    for k in range(W.shape[0]):
-        o = 0.0
-        for i in range(H):
-            o += W[k, i] * h[i]
-        loss += o * o
-    return loss
 
 
 def _gmm_args(rng):
