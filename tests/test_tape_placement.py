@@ -219,6 +219,25 @@ def hidden_layer(W, x):
     return loss
 
 
+def batch_mlp(W, V, X):
+    """A hidden layer per sample (a fresh array per row), read per (m, k) by the output
+    layer: each row's array is held until its reverse and reloaded, not taped per read."""
+    loss = 0.0
+    for r in range(X.shape[0]):
+        h = np.empty(W.shape[0])
+        for k in range(W.shape[0]):
+            o = 0.0
+            for i in range(W.shape[1]):
+                o += W[k, i] * X[r, i]
+            h[k] = math.tanh(o)
+        for m in range(V.shape[0]):
+            y = 0.0
+            for k in range(V.shape[1]):
+                y += V[m, k] * h[k]
+            loss += y * y
+    return loss
+
+
 def refilled_temporary(x, w):
     """A temporary read (by sin) before it is filled again, and read again after."""
     t = np.empty(x.shape[0])
@@ -289,6 +308,11 @@ KERNELS = {
         "hidden_layer", hidden_layer,
         lambda rng: (rng.standard_normal((3, 4)), rng.standard_normal(4)),
         tags=frozenset({"nested-loop", "array2d", "math", "alloc"})),
+    "batch_mlp": Kernel(
+        "batch_mlp", batch_mlp,
+        lambda rng: (rng.standard_normal((4, 3)), rng.standard_normal((2, 4)),
+                     rng.standard_normal((5, 3))),
+        tags=frozenset({"nested-loop", "array2d", "math", "alloc"})),
     "refilled_temporary": Kernel(
         "refilled_temporary", refilled_temporary,
         lambda rng: (rng.standard_normal(5), rng.standard_normal(2)),
@@ -304,6 +328,7 @@ TYPES = {"heat_swap": ("dup,dup,const,const", "float64[:, ::1], float64[:, ::1],
          "row_weights": ("dup,dup", "float64[:, ::1], float64[::1]"),
          "hidden_layer": ("dup,dup", "float64[:, ::1], float64[::1]"),
          "refilled_temporary": ("dup,dup", "float64[::1], float64[::1]"),
+         "batch_mlp": ("dup,dup,dup", "float64[:, ::1], float64[:, ::1], float64[:, ::1]"),
          "gated_cells": ("dup,dup", "float64[::1], float64[::1]"),
          "gathered_rows": ("dup,dup,const", "float64[:, ::1], float64[:, ::1], int64[:, ::1]"),
          "temporaries_triangle": ("dup,dup,const",
@@ -494,6 +519,22 @@ def test_a_temporary_alive_until_its_reverse_is_reloaded():
     report = inspection_of("hidden_layer").tape
     assert [(e.type, len(e.loops)) for e in report.taped] == [("double", 1)]   # o, per k
     assert report.taped[0].reason.startswith("operands 0, 1 of fmul")            # o * o
+
+
+def test_a_fresh_array_per_row_read_in_an_inner_loop_is_held_and_reloaded(nrt_stats):
+    """Per row: h's owner and tanh per k, and y per m, are taped; nothing per (m, k). The
+    references holding each row's h balance over repeated calls."""
+    report = inspection_of("batch_mlp").tape
+    assert not [e for e in report.taped if len(e.loops) > 2], report.taped
+    d = derive_diff(batch_mlp, None, ("dup", "dup", "dup"))
+    args = KERNELS["batch_mlp"].args(0)
+    shadows = [np.zeros_like(a) for a in args]
+    d(args[0], shadows[0], args[1], shadows[1], args[2], shadows[2])
+    nrt_stats.start()
+    for _ in range(5):
+        d(args[0], shadows[0], args[1], shadows[1], args[2], shadows[2])
+    alloc, free, mi_alloc, mi_free = nrt_stats.delta()
+    assert (alloc, mi_alloc) == (free, mi_free) and alloc >= 5 * args[2].shape[0]
 
 
 def test_reads_of_a_temporary_before_its_refill_are_taped():

@@ -49,7 +49,7 @@ class AugmentedForward:
                     and touches(st.info, inst):
                 augment_call(st, inst, st.module.functions[inst.callee_name])
                 continue
-            if inst in st.plan.live_arrays and st.keeps_allocations:
+            if inst in st.kept_between_calls:
                 self._kept_allocation(inst, block)
                 check_forward(st, inst)
                 continue
@@ -67,7 +67,7 @@ class AugmentedForward:
                 if st.owned is not None:
                     st.owned_pushes.setdefault(block, []).append(st.fshadow[inst])
                 if inst in st.plan.live_arrays:     # held until its reverse, for reloads
-                    self._held_allocation(clone)
+                    self._held_allocation(inst, clone)
             elif inst in st.info.shadowed:
                 st.fshadow[inst] = self._shadow(inst)
 
@@ -103,15 +103,17 @@ class AugmentedForward:
             b.store(value, slot)
             st.kept_owners.append(slot)
 
-    def _held_allocation(self, owner: Instruction) -> None:
-        """A temporary run once per call but not kept between calls (the function returns
-        memory): a held reference keeps it until its reverse, which reloads what it reads
-        (`ReversePlan.reloadable`); dropped by a raise too (`unreversed.py`)."""
+    def _held_allocation(self, inst: Instruction, owner: Instruction) -> None:
+        """A temporary not kept between calls (the function returns memory, or it is made in
+        a loop: `state.py`): a held reference keeps it until its reverse, which reloads what
+        it reads (`ReversePlan.reloadable`). A raise drops it (`unreversed.py`), except for
+        one made in a loop (as its shadow: both leak then)."""
         st, b = self.st, self.st.b
         held_reference(b, st.module, owner, Role.INCREF)
-        slot = st.zeroed_alloca(PTR, "held.taken", NULL)
-        b.store(owner, slot)
-        st.kept_owners.append(slot)
+        if st.plan.executes_once(inst.block):   # type: ignore[arg-type]
+            slot = st.zeroed_alloca(PTR, "held.taken", NULL)
+            b.store(owner, slot)
+            st.kept_owners.append(slot)
 
     def _phi(self, inst: Instruction) -> None:
         st, b = self.st, self.st.b

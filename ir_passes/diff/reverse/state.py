@@ -7,6 +7,7 @@ from typing import Any, Callable
 
 from ...analysis.activity import ActivityInfo, analyze_activity, carries_float
 from ...analysis.cfg import Loop, blocks_reaching, reverse_post_order
+from ...analysis.temporaries import data_accesses
 from ...analysis.types import analyze_memory_types
 from ...diagnostics import Diagnostics
 from ...ir.builder import Builder
@@ -98,11 +99,17 @@ class ReverseState:
         self.unreversed_exits: list[Instruction] = []
         self.tables = Tables(self)                      # values kept in tables (tables.py)
         # temporaries run at most once per call: kept between calls in slots (unless the
-        # function returns memory), else (outside split mode) held until their reverse
+        # function returns memory), else (outside split mode) held until their reverse, as
+        # are those made in a loop and read in a loop inside it (`_read_in_inner_loops`)
         once = frozenset(a for a in self.allocs if self.plan.executes_once(a.block))
-        self.keeps_allocations = not returns_memory(self.primal, self.retptr)
-        self.plan.live_arrays = once if self.keeps_allocations or spec.split is None \
+        self.kept_between_calls = once if not returns_memory(self.primal, self.retptr) \
             else frozenset()
+        if spec.split is None:
+            users = self.primal.users()
+            self.plan.live_arrays = once | frozenset(
+                a for a in self.allocs - once if _read_in_inner_loops(self.plan, a, users))
+        else:
+            self.plan.live_arrays = self.kept_between_calls
         # allocations kept between calls -> slots of the primal array and of its shadow
         self.kept_allocations: dict[Instruction, tuple[GlobalRef, GlobalRef]] = {}
         self.kept: dict[Instruction, list[Value]] = {}   # call -> arrays kept alive
@@ -189,3 +196,16 @@ def _active_products(fn: Function, info: ActivityInfo) -> frozenset[Instruction]
     """`fmul`s of two active values, themselves active (see `ReversePlan.products`)."""
     return frozenset(i for i in fn.instructions() if i.opcode == "fmul" and info.is_active(i)
                      and all(info.is_active(o) for o in i.operands))
+
+
+def _read_in_inner_loops(plan: ReversePlan, alloc: Instruction,
+                         users: dict[int, list[Instruction]]) -> bool:
+    """Whether the array `alloc` makes (reached only through its data pointers) is read in a
+    loop its allocation is not in: then its reads outnumber its elements, as a rule, and
+    keeping each array until its reverse (a reference each) costs less than taping what
+    the reverse needs of the reads."""
+    outer = {id(l) for l in plan.loops_containing(alloc.block)}   # type: ignore[arg-type]
+    accesses = data_accesses(alloc, users, lambda user: True) or []
+    return any(a.opcode == "load" and any(id(l) not in outer for l in
+                                          plan.loops_containing(a.block))  # type: ignore
+               for a in accesses)
