@@ -70,7 +70,9 @@ def callee_spec(diag: Diagnostics, inst: Instruction, callee: Function, mode: st
     if returned and not isinstance(slot, FloatType):
         raise diag.unsupported(f"call to @{callee.name}, which is not inlined, returning "
                                f"active values of type {slot} (only a float is supported)",
-                               inst, "not supported yet: let the callee return one float")
+                               inst, "not supported yet: let the callee return one float, or "
+                               "(if it is not recursive) drop its inline=\"never\" so that "
+                               "it is inlined")
     ret = differentiated if returned else Activity.CONST
     return DiffSpec(primal=callee.name or "", name="", mode=mode, params=tuple(params),
                     ret=ret, ret_type=_result_type(slot, returned, mode), ret_slot=slot)

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Callable
 
+from ...analysis.cfg import dominates, dominators
 from ...ir.builder import declare
 from ...ir.types import PTR, VOID
-from ...ir.values import Argument, GlobalRef, Instruction, Value
-from ...known.memory import pointer_bases
+from ...ir.values import Argument, Block, GlobalRef, Instruction, Value
 from ..common import addresses_nothing
 from ...known.model import (Role, call_record, is_local_allocation, role_of, runtime_call,
                             written_arguments)
@@ -49,30 +49,48 @@ def written_after(call: Instruction, leaves: list[Value],
                   allowed: Callable[[Instruction, Instruction], bool] | None = None,
                   targets: Callable[[Instruction], list[Value]] | None = None) -> bool:
     """Whether the memory of `leaves` (allocation calls, or an argument) may be written after
-    `call` (before the allocation runs again, for a single one: then it is a new array), by
-    other writes than those `allowed(call, write)` exempts. `targets`: the pointers a call
-    writes through (default: what its record says)."""
+    `call` by other writes than those `allowed(call, write)` exempts. `targets`: the pointers
+    a call writes through (default: what its record says).
+
+    Once an allocation runs again on a path, a write through a pointer computed from it since
+    is to a new array; a pointer carried across that allocation by a phi (`prev = a` in a
+    loop) may still address the old one, so a write through a phi the allocation does not
+    dominate counts (`_renewed`)."""
     block = call.block
     assert block is not None
-    work = [(block, block.instructions.index(call) + 1)]
+    facts = _Facts(block)
+    work = [(block, block.instructions.index(call) + 1, frozenset())]
     seen = set()
     while work:
-        blk, start = work.pop()
+        blk, start, renewed = work.pop()
         for inst in blk.instructions[start:]:
-            if len(leaves) == 1 and inst is leaves[0]:
-                break
-            if (_may_write(inst, leaves, targets or written_arguments)
+            if any(inst is leaf for leaf in leaves):
+                renewed = renewed | {inst}
+            elif (_may_write(inst, leaves, renewed, facts, targets or written_arguments)
                     and not (allowed is not None and allowed(call, inst))):
                 return True
-        else:
-            for succ in blk.successors():
-                if succ not in seen:
-                    seen.add(succ)
-                    work.append((succ, 0))
+        for succ in blk.successors():
+            if (succ, renewed) not in seen:
+                seen.add((succ, renewed))
+                work.append((succ, 0, renewed))
     return False
 
 
-def _may_write(inst: Instruction, leaves: list[Value],
+class _Facts:
+    """The dominator tree of a function, computed when first needed."""
+
+    def __init__(self, block: Block) -> None:
+        self.function = block.function
+        self._idom: dict | None = None
+
+    def strictly_dominates(self, inst: Instruction, block: Block) -> bool:
+        """Whether `inst` runs before the start of `block` on every path to it."""
+        if self._idom is None:
+            self._idom = dominators(self.function)
+        return inst.block is not block and dominates(self._idom, inst.block, block)
+
+
+def _may_write(inst: Instruction, leaves: list[Value], renewed: frozenset, facts: _Facts,
                call_targets: Callable[[Instruction], list[Value]]) -> bool:
     if inst.opcode == "store":
         targets = [inst.operands[1]]
@@ -81,20 +99,50 @@ def _may_write(inst: Instruction, leaves: list[Value],
     else:
         return False
     # Every memory a target may address (through phis and selects of pointers too).
-    return any(_may_be_leaf(base, leaves) for target in targets
-               for base in pointer_bases(target))
+    return any(_may_be_leaf(base, leaves, renewed, phis, facts) for target in targets
+               for base, phis in _bases_with_phis(target))
 
 
-def _may_be_leaf(base: Value, leaves: list[Value]) -> bool:
+def _bases_with_phis(ptr: Value) -> list[tuple[Value, frozenset]]:
+    """`pointer_bases(ptr)`, each with the blocks of the phis passed on the way to it."""
+    seen: set = set()
+    out: list[tuple[Value, frozenset]] = []
+    work: list[tuple[Value, frozenset]] = [(ptr, frozenset())]
+    while work:
+        p, phis = work.pop()
+        if (id(p), phis) in seen:
+            continue
+        seen.add((id(p), phis))
+        if isinstance(p, Instruction) and p.opcode in ("getelementptr", "bitcast",
+                                                       "addrspacecast", "freeze"):
+            work.append((p.operands[0], phis))
+        elif isinstance(p, Instruction) and p.opcode == "phi":
+            work.extend((op, phis | {p.block}) for op in p.operands)
+        elif isinstance(p, Instruction) and p.opcode == "select":
+            work.extend((op, phis) for op in p.operands[1:])
+        else:
+            out.append((p, phis))
+    return out
+
+
+def _may_be_leaf(base: Value, leaves: list[Value], renewed: frozenset, phis: frozenset,
+                 facts: _Facts) -> bool:
     if addresses_nothing(base):     # null or poison on a path that writes nothing
         return False
-    if any(base is leaf for leaf in leaves):
-        return True
-    if role_of(base) is Role.HANDLE_DATA:
-        return any(base.operands[0] is leaf for leaf in leaves)  # type: ignore[union-attr]
+    leaf = next((leaf for leaf in leaves if base is leaf or role_of(base) is Role.HANDLE_DATA
+                 and base.operands[0] is leaf), None)  # type: ignore[union-attr]
+    if leaf is not None:
+        return not _renewed(leaf, renewed, phis, facts)
     # Memory of unknown origin may be anything (Numba's globals are constants).
     return not (isinstance(base, (Argument, GlobalRef)) or is_local_allocation(base)
                 or _is_fresh(base) or isinstance(base, Instruction) and base.opcode == "alloca")
+
+
+def _renewed(leaf: Value, renewed: frozenset, phis: frozenset, facts: _Facts) -> bool:
+    """Whether a pointer into `leaf` reached through phis in blocks `phis` addresses the array
+    of its latest run, which is a new one (`leaf` ran again after the call): values computed
+    since it ran are recomputed from it, and so are phis of blocks it strictly dominates."""
+    return leaf in renewed and all(facts.strictly_dominates(leaf, b) for b in phis)
 
 
 def _is_fresh(v: Value) -> bool:
