@@ -49,6 +49,12 @@ def _lj_pair_noinline(r2, eps, sigma):
     return _lj_pair(r2, eps, sigma)
 
 
+@numba.njit(inline="never")
+def _energy_noinline(a):
+    """A never-inlined helper reading an array."""
+    return a[0] * a[0] * a[1] + math.sin(a[2])
+
+
 @numba.njit
 def _softplus(z):
     return max(z, 0.0) + math.log1p(math.exp(-abs(z)))
@@ -391,6 +397,19 @@ def linear_dynamics(z):
     return s
 
 
+def linear_dynamics_kick(z):
+    """linear_dynamics with an in-place kick after each step: the product takes a copy of
+    the state (the next step writes the array it multiplied)."""
+    F = np.array([[1.0, 0.5], [-0.2, 0.9]])
+    x = np.zeros(2)
+    s = 0.0
+    for t in range(z.shape[0]):
+        x = F @ x.copy()
+        x[0] += z[t]
+        s += x[0] * x[1] + x[0]
+    return s
+
+
 def kepler(M, e):
     """Solve Kepler's equation E - e sin E = M by Newton with a tolerance exit."""
     total = 0.0
@@ -594,6 +613,8 @@ KERNELS: list[Kernel] = [
     kernel("lj_noinline", lj_energy_noinline, lambda rng: (_lj_points(rng), 1.0, 1.0),
            "realistic"),
     kernel("linear_dynamics", linear_dynamics, lambda rng: (rng.normal(size=5),), "realistic"),
+    kernel("linear_dynamics_kick", linear_dynamics_kick, lambda rng: (rng.normal(size=5),),
+           "realistic"),
     kernel("kepler", kepler, lambda rng: (rng.uniform(0.2, 3.0, 6), 0.3), "realistic"),
     kernel("leaky_tv", leaky_tv, _img, "realistic"),
     kernel("descend", descend, lambda rng: (rng.uniform(-0.5, 0.5, 4), 1e-3, 5), "realistic"),
@@ -676,3 +697,57 @@ def test_write_through_a_stale_phi_is_refused():
     with pytest.raises(UnsupportedError, match=r"matrix product \(numba_xxgemv(.|\n)*"
                        r"code: y = F @ a"):
         check_reverse(k)
+
+
+def kick_without_copy(z):
+    """linear_dynamics_kick multiplying the state itself, which the next step writes."""
+    F = np.array([[1.0, 0.5], [-0.2, 0.9]])
+    x = np.zeros(2)
+    s = 0.0
+    for t in range(z.shape[0]):
+        x = F @ x
+        x[0] += z[t]
+        s += x[0] * x[1] + x[0]
+    return s
+
+
+def test_product_of_an_array_written_later_names_the_fix():
+    """The refusal points at the line and at the copy that makes it work (the kernel
+    linear_dynamics_kick above is this one with the fix applied)."""
+    k = kernel("kick_without_copy", kick_without_copy, lambda rng: (rng.normal(size=5),))
+    with pytest.raises(UnsupportedError, match=r"matrix product \(numba_xxgemv(.|\n)*"
+                       r"test_user_kernels\.py:\d+\n  code: x = F @ x\n  fix: multiply a copy "
+                       r"of the operand written later \(A\.copy\(\) @ x or A @ x\.copy\(\)\)"):
+        check_reverse(k)
+
+
+def temporary_to_noinline(z):
+    """Passes a temporary holding active values to a never-inlined helper: refused."""
+    s = 0.0
+    for t in range(z.shape[0] - 2):
+        a = np.empty(3)
+        a[:] = z[t:t + 3]
+        s += _energy_noinline(a)
+    return s
+
+
+def argument_to_noinline(z):
+    """The fix the refusal names: hand the helper the function's own array (its views)."""
+    s = 0.0
+    for t in range(z.shape[0] - 2):
+        s += _energy_noinline(z[t:t + 3])
+    return s
+
+
+def test_temporary_passed_to_a_noinline_helper_names_the_fix():
+    k = kernel("temporary_to_noinline", temporary_to_noinline,
+               lambda rng: (rng.normal(size=6),))
+    with pytest.raises(UnsupportedError, match=r"_energy_noinline\w+, which is not inlined, "
+                       r"handed an array the function allocated, holding active values(.|\n)*"
+                       r"code: s \+= _energy_noinline\(a\)\n  fix: not supported yet: pass the "
+                       r"helper an array argument"):
+        check_reverse(k)
+    fixed = kernel("argument_to_noinline", argument_to_noinline,
+                   lambda rng: (rng.normal(size=6),))
+    check_reverse(fixed)
+    check_inner_product(fixed)
