@@ -148,7 +148,8 @@ def _repeat_reverse(name: str, counter: NRTCounter, calls: int = 25) -> int:
     df = check_reverse(k, check_accumulation=False).df
     args = k.args(0)
     acts = activities(k, args, "reverse")
-    assert "@enzyme_py.tape.grow" in df.enzyme.inspect("derivative"), "kernel uses no tape"
+    if name in TAPED_LOOPS:
+        assert "@enzyme_py.tape.grow" in df.enzyme.inspect("derivative"), "kernel uses no tape"
     counter.start()
     passed = 0
     for _ in range(calls):

@@ -7,6 +7,7 @@ real derivative pushes.
 """
 from __future__ import annotations
 
+import inspect
 import math
 
 import numpy as np
@@ -204,6 +205,35 @@ def gated_cells(w, x):
     return total
 
 
+def hidden_layer(W, x):
+    """An MLP's hidden layer: a temporary filled once, then read per (k, i)."""
+    h = np.empty(W.shape[1])
+    for i in range(W.shape[1]):
+        h[i] = math.tanh(x[i])
+    loss = 0.0
+    for k in range(W.shape[0]):
+        o = 0.0
+        for i in range(W.shape[1]):
+            o += W[k, i] * h[i]
+        loss += o * o
+    return loss
+
+
+def refilled_temporary(x, w):
+    """A temporary read (by sin) before it is filled again, and read again after."""
+    t = np.empty(x.shape[0])
+    for i in range(x.shape[0]):
+        t[i] = x[i] * w[0]
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += math.sin(t[i])
+    for i in range(x.shape[0]):
+        t[i] = t[i] * t[i] + w[1]
+    for i in range(x.shape[0]):
+        s += t[i] * t[i]
+    return s
+
+
 KERNELS = {
     "heat_swap": Kernel(
         "heat_swap", heat_swap,
@@ -255,6 +285,14 @@ KERNELS = {
         "gated_cells", gated_cells,
         lambda rng: (0.5 * rng.standard_normal(2), rng.standard_normal(6)),
         tags=frozenset({"loop", "math"})),
+    "hidden_layer": Kernel(
+        "hidden_layer", hidden_layer,
+        lambda rng: (rng.standard_normal((3, 4)), rng.standard_normal(4)),
+        tags=frozenset({"nested-loop", "array2d", "math", "alloc"})),
+    "refilled_temporary": Kernel(
+        "refilled_temporary", refilled_temporary,
+        lambda rng: (rng.standard_normal(5), rng.standard_normal(2)),
+        tags=frozenset({"loop", "math", "alloc"})),
     "row_weights": Kernel(
         "row_weights", row_weights,
         lambda rng: (rng.standard_normal((3, 4)), 0.5 * rng.standard_normal(3)),
@@ -264,6 +302,8 @@ KERNELS = {
 TYPES = {"heat_swap": ("dup,dup,const,const", "float64[:, ::1], float64[:, ::1], float64, int64"),
          "packed_triangle": ("dup,const,dup", "float64[::1], float64[:, ::1], float64[::1]"),
          "row_weights": ("dup,dup", "float64[:, ::1], float64[::1]"),
+         "hidden_layer": ("dup,dup", "float64[:, ::1], float64[::1]"),
+         "refilled_temporary": ("dup,dup", "float64[::1], float64[::1]"),
          "gated_cells": ("dup,dup", "float64[::1], float64[::1]"),
          "gathered_rows": ("dup,dup,const", "float64[:, ::1], float64[:, ::1], int64[:, ::1]"),
          "temporaries_triangle": ("dup,dup,const",
@@ -446,6 +486,25 @@ def test_reads_before_a_later_write_are_taped():
     report = inspection_of("read_then_overwrite").tape
     assert [e.reason.split(" %")[0] for e in report.taped if e.type == "double"
             and "llvm.sin" in e.reason] == ["operand 0 of llvm.sin"]
+
+
+def test_a_temporary_alive_until_its_reverse_is_reloaded():
+    """h lives until the reverse of its allocation (kept between calls), and nothing writes
+    it after the reads: the reverse of o += W[k, i] * h[i] reloads h[i]; only o is taped."""
+    report = inspection_of("hidden_layer").tape
+    assert [(e.type, len(e.loops)) for e in report.taped] == [("double", 1)]   # o, per k
+    assert report.taped[0].reason.startswith("operands 0, 1 of fmul")            # o * o
+
+
+def test_reads_of_a_temporary_before_its_refill_are_taped():
+    """sin(t[i]) and the refill's t[i] * t[i] read t before it is written again: taped; the
+    last loop's t[i] * t[i] reads it after its last write: reloaded."""
+    report = inspection_of("refilled_temporary").tape
+    lines, first = inspect.getsourcelines(refilled_temporary)
+    sin, refill, last = (first + next(i for i, src in enumerate(lines) if code in src)
+                         for code in ("math.sin(t[i])", "t[i] = t[i] *", "s += t[i] *"))
+    taped = sorted(int(e.source.rsplit(":", 1)[1]) for e in report.taped if e.type == "double")
+    assert taped == [sin, refill] and last not in taped
 
 
 def test_split_halves_tape_what_the_caller_may_overwrite():

@@ -16,7 +16,7 @@ from ..ir.types import I64, PTR
 from ..ir.values import NULL, Block, GlobalRef, Instruction, Value, const_int
 from ..known.model import Role, role_of
 from .allocations import returns_memory
-from .reverse.kept import emit_reference
+from .held_references import held_reference
 from .reverse.parked_shadows import new_slot, park_shadow, take_shadow
 
 
@@ -45,7 +45,7 @@ class KeptAllocations:
         owners = tuple(fwd.entry_alloca(PTR, NULL, name) for name in ("kept", "kept'"))
         held_size = fwd.entry_alloca(I64, const_int(I64, 0), "kept.size")
         for o, at in zip((owner, shadow), owners):
-            emit_reference(b, fwd.module, o, Role.INCREF)
+            held_reference(b, fwd.module, o, Role.INCREF)
             b.store(o, at)
         b.store(size, held_size)
         self.held.append((slots, owners, held_size))

@@ -172,7 +172,8 @@ def is_local_allocation(v: Value) -> bool:
 
 
 def runtime_call(role: Role) -> KnownCall:
-    """The registered function that plays `role`, for the pass to call on shadows."""
+    """The function registered by exact name that plays `role`, for the pass to call on
+    shadows (a prefix record names a family of functions, never the runtime's one)."""
     found = next((r for r in _EXACT.values() if r.role is role), None)
     if found is None:
         raise LookupError(f"no function registered for the role {role.value}: the front end "

@@ -16,7 +16,7 @@ from .availability import Availability, BlockContext
 from .callees import emit_reverse_call
 from .growable import release_growable, undo_resize
 from .calls import ReverseCallContext, emits_reverse
-from .kept import emit_reference
+from .kept import drop_held
 from .parked_shadows import park_shadow
 from .state import ReverseState
 
@@ -74,9 +74,7 @@ class Adjoints:
             record = call_record(inst)
             assert record is not None and record.reverse is not None
             record.reverse(ReverseCallContext(st, self.avail, ctx, self.add), inst)
-            for owner in st.kept.get(inst, ()):
-                emit_reference(st.b, st.module, self.avail.value(ctx, owner), Role.DECREF)
-            return None
+            return drop_held(st, self.avail, ctx, inst)
         if inst in st.growable:
             return release_growable(st.b, st.module, self.avail.shadow(ctx, inst))
         if role_of(inst) is Role.VARSIZE_REALLOC and inst.operands[0] in st.growable:

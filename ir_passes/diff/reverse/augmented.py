@@ -16,7 +16,7 @@ from ..returns import is_exceptional_return
 from ..shadows import allocate_shadow, call_shadow, derived_shadow
 from ...known.model import Role, role_of
 from .callees import augment_call, touches
-from .kept import emit_reference
+from ..held_references import held_reference
 from .parked_shadows import new_slot, take_shadow
 from .checks import check_forward
 from ..listed_pointers import is_list_item_load, is_list_item_store, list_item_shadow
@@ -49,7 +49,7 @@ class AugmentedForward:
                     and touches(st.info, inst):
                 augment_call(st, inst, st.module.functions[inst.callee_name])
                 continue
-            if inst in st.allocs and st.keeps_allocations and st.plan.executes_once(block):
+            if inst in st.plan.live_arrays:
                 self._kept_allocation(inst)
                 if st.owned is not None:    # split mode: released if the state dies unreversed
                     st.owned_pushes.setdefault(block, []).extend(
@@ -90,7 +90,7 @@ class AugmentedForward:
         size, align = (st.map(op) for op in inst.operands)
         slots = (new_slot(st.module), new_slot(st.module))
         st.vmap[inst] = owner = take_shadow(b, st.module, slots[0], size, align, False)
-        emit_reference(b, st.module, owner, Role.INCREF)
+        held_reference(b, st.module, owner, Role.INCREF)
         st.fshadow[inst] = take_shadow(b, st.module, slots[1], size, align)
         st.kept_allocations[inst] = slots
 

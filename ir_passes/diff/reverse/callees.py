@@ -57,9 +57,7 @@ def check_call(st: ReverseState, inst: Instruction, callee: Function) -> None:
     """Refuse what the callee's reverse half cannot be trusted with at this call. A local
     array the callee only reads must be one kept between calls (`parked_shadows`): its slot
     holds a reference until the allocation's reverse, after the call's. Any other would need
-    a reference per call, and Numba's reference-count pruning (its "diamond" subpass) pairs a
-    reference taken in a loop with the array's one release after the loop and drops both:
-    the reverse then released the array early (a checkpointed loop keeps its tape instead)."""
+    a reference per call (not supported yet: a checkpointed loop keeps its tape instead)."""
     written = written_parameters(st.module)
     writes = written.get(callee.name or "", frozenset())
     bases: dict[int, list[int]] = {}

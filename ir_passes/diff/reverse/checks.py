@@ -10,7 +10,7 @@ from ...known.model import ReadInReverse, Role, call_record
 from ..rules import lookup
 from ..rules.math import math_rule_name
 from .calls import ReverseCallContext, emits_reverse
-from .kept import emit_reference, local_owner, written_after
+from .kept import hold_until_reverse, local_owner, written_after
 from .state import ReverseState
 
 
@@ -65,9 +65,4 @@ def _check_reverse_reads(st: ReverseState, inst: Instruction,
         if owned is None or written_after(inst, owned[1], reads.allowed):
             raise st.diag.unsupported(f"{reads.what} ({describe_memory(st.spec, v)})", inst,
                                       reads.hint)
-        if owned[0] in st.kept_allocations:     # its slot keeps it until after the call's
-            continue                             # reverse (no reference per call: `callees`)
-        emit_reference(st.b, st.module, st.map(owned[0]), Role.INCREF)
-        if st.owned is not None:    # split mode: released if the state dies unreversed
-            st.owned_pushes.setdefault(inst.block, []).append(st.map(owned[0]))
-        st.kept.setdefault(inst, []).append(owned[0])
+        hold_until_reverse(st, inst, owned[0])

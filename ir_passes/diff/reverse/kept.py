@@ -1,20 +1,19 @@
 """Memory a known call's reverse reads (`KnownCall.reverse_reads`) that the function writes
 somewhere: an argument array (e.g. the `out` of `np.dot(A, x, out)` read by a later product)
 or an array the function allocated. Either must not be written between the call and its
-reverse: `written_after` looks for a write reachable from the call (for a single allocation,
-before it runs again: that is a new array). An allocated array is kept alive with one more
+reverse: `written_after` looks for a write reachable from the call (once an allocation runs
+again, writes through pointers computed from it since go to a new array). An allocated array is kept alive with one more
 reference after the call (the primal may release it before the reverse runs), which the
-call's reverse drops."""
+call's reverse drops (both held references: `held_references.py`)."""
 from __future__ import annotations
 
 from typing import Callable
 
 from ...analysis.cfg import dominates, dominators
-from ...ir.builder import declare
-from ...ir.types import PTR, VOID
 from ...ir.values import Argument, Block, GlobalRef, Instruction, Value
 from ..common import addresses_nothing
-from ...known.model import (Role, call_record, is_local_allocation, role_of, runtime_call,
+from ..held_references import held_reference
+from ...known.model import (Role, call_record, is_local_allocation, role_of,
                             written_arguments)
 
 
@@ -151,6 +150,19 @@ def _is_fresh(v: Value) -> bool:
     return record is not None and record.fresh
 
 
-def emit_reference(b, module, owner: Value, role: Role) -> None:
-    """NRT_incref / NRT_decref (the registered INCREF / DECREF) of the owner `owner`."""
-    b.call(declare(module, runtime_call(role).name, VOID, [PTR]), [owner], VOID)
+def hold_until_reverse(st, call: Instruction, owner: Value) -> None:
+    """Keep the array of `owner` (a primal value of reverse state `st`) alive until the
+    reverse of `call`, which drops the reference (`drop_held`), unless a slot keeps it for
+    the whole call anyway (`parked_shadows.py`)."""
+    if owner in st.kept_allocations or owner in st.kept.get(call, ()):
+        return
+    held_reference(st.b, st.module, st.map(owner), Role.INCREF)
+    if st.owned is not None:        # split mode: released if the state dies unreversed
+        st.owned_pushes.setdefault(call.block, []).append(st.map(owner))
+    st.kept.setdefault(call, []).append(owner)
+
+
+def drop_held(st, avail, ctx, call: Instruction) -> None:
+    """At the reverse of `call`: drop what `hold_until_reverse` kept for it."""
+    for owner in st.kept.get(call, ()):
+        held_reference(st.b, st.module, avail.value(ctx, owner), Role.DECREF)

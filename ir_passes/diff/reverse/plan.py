@@ -34,7 +34,7 @@ from ...ir.types import I64, size_of
 from ...ir.values import (Argument, Block, ConstInt, Constant, Function, GlobalRef, Instruction,
                           Value, const_int)
 from ...known.memory import PURE_INTEGER_INTRINSICS, pointer_base, pointer_bases
-from ...known.model import is_local_allocation, written_arguments
+from ...known.model import Role, is_local_allocation, role_of, written_arguments
 from ..returns import is_exceptional_return
 from .kept import written_after
 
@@ -100,6 +100,9 @@ class ReversePlan:
         self.reloads = reloads
         self.recurrences: dict[Instruction, Any] = {}   # set by the synthesizer (recurrences.py)
         self._reloadable: dict[int, bool] = {}
+        # allocation calls whose arrays live until their own reverse (kept between calls:
+        # `parked_shadows.py`), set by the synthesizer before it asks `reloadable`
+        self.live_arrays: frozenset[Instruction] = frozenset()
         self._recomputable_memo: dict[tuple[int, int, int], bool] = {}
         self._leaving: dict[int, frozenset[Block]] = {}
         self._tables: dict[tuple[int, int], TableNest | None] = {}
@@ -349,9 +352,9 @@ class ReversePlan:
 
     def reloadable(self, load: Instruction) -> bool:
         """A load the reverse may repeat and read the same value: of memory the function
-        never writes, or (with `reloads`) of argument arrays no write reachable from the load
-        may touch. The reverse writes only shadows, and the call-time overlap check keeps
-        distinct arguments apart."""
+        never writes, or (with `reloads`) of argument arrays or `live_arrays` no write
+        reachable from the load may touch. The reverse writes only shadows, and the call-time
+        overlap check keeps distinct arguments apart."""
         if load.volatile:
             return False
         if self.read_only(load.operands[0]):
@@ -360,10 +363,20 @@ class ReversePlan:
             return False
         known = self._reloadable.get(id(load))
         if known is None:
-            bases = pointer_bases(load.operands[0])
-            known = all(isinstance(b, Argument) for b in bases) and not written_after(load, bases)
+            leaves = [self._live_leaf(b) for b in pointer_bases(load.operands[0])]
+            known = all(leaf is not None for leaf in leaves) \
+                and not written_after(load, leaves)  # type: ignore[arg-type]
             self._reloadable[id(load)] = known
         return known
+
+    def _live_leaf(self, base: Value) -> Value | None:
+        """What `written_after` watches for writes to `base`: an argument, or the allocation
+        of a live array whose data pointer `base` is."""
+        if isinstance(base, Argument):
+            return base
+        if role_of(base) is Role.HANDLE_DATA and base.operands[0] in self.live_arrays:
+            return base.operands[0]
+        return None
 
     def is_iv(self, v: Value) -> bool:
         return v in self.ivs

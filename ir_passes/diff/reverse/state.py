@@ -93,8 +93,10 @@ class ReverseState:
                       if spec.split else None)
         self.owned_pushes: dict[Block, list[Value]] = {}
         self.tables = Tables(self)                      # values kept in tables (tables.py)
+        if not returns_memory(self.primal, self.retptr):   # kept between calls: run once
+            self.plan.live_arrays = frozenset(a for a in self.allocs
+                                              if self.plan.executes_once(a.block))
         # allocations kept between calls -> slots of the primal array and of its shadow
-        self.keeps_allocations = not returns_memory(self.primal, self.retptr)
         self.kept_allocations: dict[Instruction, tuple[GlobalRef, GlobalRef]] = {}
         self.kept: dict[Instruction, list[Value]] = {}   # call -> arrays kept alive
         self.slot_ptr = self._setup_entry()
