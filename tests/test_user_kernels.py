@@ -9,6 +9,10 @@ integers const, data arrays listed in ``const``):
   (memory kept between calls),
 - reverse mode against central finite differences, with two calls accumulating twice,
 - forward against reverse: <J t, w> == <t, J^T w>.
+
+The tests at the end hold what hunting with such kernels found: refusals whose message names
+the construct, the line and a fix that works (the fixed kernel is checked), and a write
+through a stale pointer that gave a wrong gradient and is now refused.
 """
 from __future__ import annotations
 
@@ -190,24 +194,6 @@ def upwind(u, c, dx, dt, steps):
     return np.sum(a * a * np.arange(n))
 
 
-def gauss_newton(p, t, y):
-    """One Gauss-Newton step on an exponential fit; the new parameters' distance to the old."""
-    n = t.shape[0]
-    J = np.empty((n, 3))
-    r = np.empty(n)
-    for i in range(n):
-        e = math.exp(-p[1] * t[i])
-        r[i] = p[0] * e + p[2] - y[i]
-        J[i, 0] = e
-        J[i, 1] = -p[0] * t[i] * e
-        J[i, 2] = 1.0
-    JTJ = J.T @ J
-    JTr = J.T @ r
-    step = np.linalg.solve(JTJ, JTr)
-    q = p - step
-    return np.sum(q * q) + 0.5 * np.dot(r, r)
-
-
 def mlp(x, W1, b1, W2, target):
     """Two-layer tanh MLP, mean squared error."""
     h = np.tanh(x @ W1 + b1)
@@ -291,36 +277,6 @@ def sorted_loss(x, y):
     ys = np.sort(y)
     d = xs - ys
     return np.dot(d, d) / x.shape[0]
-
-
-def cholesky_solve(B, b):
-    """Cholesky factorisation of B B^T + n I by loops, then forward/back substitution."""
-    n = B.shape[0]
-    A = B @ B.T + n * np.eye(n)
-    L = np.zeros((n, n))
-    for j in range(n):
-        s = A[j, j]
-        for k in range(j):
-            s -= L[j, k] * L[j, k]
-        L[j, j] = math.sqrt(s)
-        for i in range(j + 1, n):
-            t = A[i, j]
-            for k in range(j):
-                t -= L[i, k] * L[j, k]
-            L[i, j] = t / L[j, j]
-    z = np.empty(n)
-    for i in range(n):
-        t = b[i]
-        for k in range(i):
-            t -= L[i, k] * z[k]
-        z[i] = t / L[i, i]
-    x = np.empty(n)
-    for i in range(n - 1, -1, -1):
-        t = z[i]
-        for k in range(i + 1, n):
-            t -= L[k, i] * x[k]
-        x[i] = t / L[i, i]
-    return np.sum(x * np.arange(1, n + 1))
 
 
 def lse_pool(x, width, out):
@@ -426,15 +382,6 @@ def kepler(M, e):
     return total
 
 
-def leaky_tv(img, alpha):
-    """Total variation of a leaky-ReLU'd image: np.where select, 2-D slices, reshape."""
-    a = np.where(img > 0.0, img, alpha * img)
-    dx = a[:, 1:] - a[:, :-1]
-    dy = a[1:, :] - a[:-1, :]
-    flat = (dx[:-1, :] ** 2 + dy[:, :-1] ** 2 + 1e-3).reshape(-1)
-    return np.sum(np.sqrt(flat))
-
-
 def descend(x0, lr, steps):
     """A few gradient-descent steps on Rosenbrock (a helper filling a gradient), in place."""
     x = x0.copy()
@@ -528,14 +475,9 @@ def _kmeans_args(rng):
     return X, C
 
 
-def _piecewise_x(rng, a):
-    v = rng.uniform(-3.0, 3.0, size=12)
-    v = v[(np.abs(np.abs(v) - a) > 0.1)]
-    return v
-
-
 def _pw_args(rng):
-    x = _piecewise_x(rng, 1.2)
+    x = rng.uniform(-3.0, 3.0, size=12)
+    x = x[np.abs(np.abs(x) - 1.2) > 0.1]          # away from the branch points +-1.2
     return x, 1.2, np.zeros(x.shape[0])
 
 
@@ -556,12 +498,6 @@ def _gs_args(rng):
     return rng.uniform(-1.0, 1.0, 6), idx, rng.uniform(-1.0, 1.0, 6), rng.uniform(-1, 1, 6)
 
 
-def _img(rng):
-    v = rng.uniform(-1.0, 1.0, size=(5, 6))
-    v[np.abs(v) < 0.1] += 0.3
-    return v, 0.1
-
-
 KERNELS: list[Kernel] = [
     kernel("nbody", nbody, lambda rng: (_rng_points(rng, 5, 3, -1, 1), rng.uniform(0.5, 1.5, 5),
                                         0.1), "realistic", const=(1,)),
@@ -577,10 +513,6 @@ KERNELS: list[Kernel] = [
            "realistic"),
     kernel("upwind", upwind, lambda rng: (rng.uniform(size=10), 0.7, 0.1, 0.05, 6),
            "realistic", const=(2, 3)),
-    kernel("gauss_newton", gauss_newton,
-           lambda rng: (np.array([2.0, 0.7, 0.3]), np.linspace(0.0, 3.0, 8),
-                        2.0 * np.exp(-0.6 * np.linspace(0.0, 3.0, 8)) + 0.2
-                        + rng.normal(0, 0.05, 8)), "realistic", const=(1,)),
     kernel("mlp", mlp, lambda rng: (rng.normal(size=(6, 3)), rng.normal(size=(3, 4)),
                                     rng.normal(size=4), rng.normal(size=(4, 2)),
                                     rng.normal(size=(6, 2))), "realistic", const=(0, 4)),
@@ -598,8 +530,6 @@ KERNELS: list[Kernel] = [
            "realistic"),
     kernel("sorted_loss", sorted_loss, lambda rng: (_sep_values(rng, 7, 0.05),
                                                     _sep_values(rng, 7, 0.05)), "realistic"),
-    kernel("cholesky", cholesky_solve, lambda rng: (rng.normal(size=(5, 5)), rng.normal(size=5)),
-           "realistic"),
     kernel("lse_pool", lse_pool, lambda rng: (rng.normal(size=12), 4, np.zeros(3)),
            "realistic", outputs=(2,)),
     kernel("bilinear", bilinear,
@@ -616,7 +546,6 @@ KERNELS: list[Kernel] = [
     kernel("linear_dynamics_kick", linear_dynamics_kick, lambda rng: (rng.normal(size=5),),
            "realistic"),
     kernel("kepler", kepler, lambda rng: (rng.uniform(0.2, 3.0, 6), 0.3), "realistic"),
-    kernel("leaky_tv", leaky_tv, _img, "realistic"),
     kernel("descend", descend, lambda rng: (rng.uniform(-0.5, 0.5, 4), 1e-3, 5), "realistic"),
     kernel("thomas", thomas, _tridiag, "realistic", outputs=(4,)),
     kernel("bubble_topk", bubble_topk, lambda rng: (_sep_values(rng, 7, 0.05), 3),
