@@ -103,15 +103,18 @@ def _may_write(inst: Instruction, leaves: list[Value], renewed: frozenset, facts
 
 
 def _bases_with_phis(ptr: Value) -> list[tuple[Value, frozenset]]:
-    """`pointer_bases(ptr)`, each with the blocks of the phis passed on the way to it."""
-    seen: set = set()
-    out: list[tuple[Value, frozenset]] = []
+    """`pointer_bases(ptr)`, each with the blocks of the phis passed on the ways to it (their
+    union over all ways: one walk per value and growth of its set)."""
+    reached: dict[int, tuple[Value, frozenset]] = {}
     work: list[tuple[Value, frozenset]] = [(ptr, frozenset())]
     while work:
         p, phis = work.pop()
-        if (id(p), phis) in seen:
-            continue
-        seen.add((id(p), phis))
+        known = reached.get(id(p))
+        if known is not None:
+            if phis <= known[1]:
+                continue
+            phis = phis | known[1]
+        reached[id(p)] = (p, phis)
         if isinstance(p, Instruction) and p.opcode in ("getelementptr", "bitcast",
                                                        "addrspacecast", "freeze"):
             work.append((p.operands[0], phis))
@@ -119,9 +122,9 @@ def _bases_with_phis(ptr: Value) -> list[tuple[Value, frozenset]]:
             work.extend((op, phis | {p.block}) for op in p.operands)
         elif isinstance(p, Instruction) and p.opcode == "select":
             work.extend((op, phis) for op in p.operands[1:])
-        else:
-            out.append((p, phis))
-    return out
+    return [(v, phis) for v, phis in reached.values() if not (
+        isinstance(v, Instruction)
+        and v.opcode in ("getelementptr", "bitcast", "addrspacecast", "freeze", "phi", "select"))]
 
 
 def _may_be_leaf(base: Value, leaves: list[Value], renewed: frozenset, phis: frozenset,
