@@ -8,9 +8,11 @@ helpers (Numba dispatchers too); `check` tests a derivative against finite diffe
 written as `@njit` functions, `inactive` marks calls with no derivative, `register_rule` gives
 external scalar functions their partial derivatives. Errors: `ActivityError` (bad activities), `ArgumentError` (arguments
 of a derivative call that do not fit), `UnsupportedError` (a construct the pass cannot
-differentiate), all `EnzymePyError`s. `help(enzyme_py.derive_diff)` has the conventions.
+differentiate), all `EnzymePyError`s; `CheckpointWarning` (checkpoint=True: a loop keeps
+its tape, and why). `help(enzyme_py.derive_diff)` has the conventions.
 """
-from ir_passes.errors import ActivityError, ArgumentError, EnzymePyError, UnsupportedError
+from ir_passes.errors import (ActivityError, ArgumentError, CheckpointWarning, EnzymePyError,
+                              UnsupportedError)
 
 from .api import autodiff, derive_diff
 from .checking import check
@@ -20,6 +22,7 @@ from .inspection import inspect
 from .rules import register_rule
 from . import c  # noqa: E402,F401  (enzyme_py.c.derive: the C front end)
 
-__all__ = ["ActivityError", "ArgumentError", "EnzymePyError", "UnsupportedError", "autodiff",
-           "check", "derive_diff", "grad", "hessian", "hvp", "inactive", "inspect", "jacobian",
-           "register_derivative", "register_rule", "value_and_grad"]
+__all__ = ["ActivityError", "ArgumentError", "CheckpointWarning", "EnzymePyError",
+           "UnsupportedError", "autodiff", "check", "derive_diff", "grad", "hessian", "hvp",
+           "inactive", "inspect", "jacobian", "register_derivative", "register_rule",
+           "value_and_grad"]

@@ -83,9 +83,10 @@ def derive_diff(f, name: str | None, activities, mode: str = "reverse", *,
     the tape no longer grows with its trip count, for about one more forward pass of the
     loop. Applied where it is legal and pays: each iteration reads only memory it wrote
     itself or that nothing writes after the loop, writes only local arrays or `out[i]` (i
-    the loop counter), and would otherwise tape values; other loops keep their tape
-    (`enzyme-py inspect --stage tape --checkpoint` lists the checkpointed loops;
-    `ir_passes/checkpoint_loops.py`).
+    the loop counter), and would otherwise tape values; other loops keep their tape (a
+    `CheckpointWarning` names each outermost loop holding loops that keeps a tape growing
+    with its trip count, by its Python file:line, and why; `enzyme-py inspect --stage tape
+    --checkpoint` lists the checkpointed loops; `ir_passes/checkpoint_loops.py`).
 
     Errors: `ActivityError` (a ValueError) for a bad specification, raised here, or at the
     first call when it depends on types (e.g. an int passed for an "active" float);

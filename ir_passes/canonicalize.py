@@ -13,9 +13,10 @@ on, as in Numba's own per-function pass: without it ``x**2`` is Numba's ``int_po
 iterations of square-and-multiply, which the reverse pass would have to tape) instead of
 ``x * x``; loops whose trip count is unknown or large are untouched.
 
-``optimize`` runs the full per-module pipeline with unrolling and vectorisation (what the
-derivative looks like once compiled: strict FP reductions vectorised in order, as
-``enzyme_py.numba_bridge.link.compile_library`` does, see ``ordered_reductions``). ``verify`` parses and runs LLVM's verifier.
+``optimize`` runs the full per-module pipeline with unrolling and loop vectorisation, SLP
+off as in Numba's codegen (what the derivative looks like once compiled: strict FP reductions
+vectorised in order, as ``enzyme_py.numba_bridge.link.compile_library`` does, see
+``ordered_reductions``). ``verify`` parses and runs LLVM's verifier.
 
 All three consume and produce module text and raise ``InvalidIRError`` with LLVM's message;
 input is verified before any pass runs, because llvmlite's LLVM aborts the process on some
@@ -46,9 +47,11 @@ def _target_machine() -> llvm.TargetMachine:
 
 
 def _pass_builder(speed: int, *, vectorize: bool) -> llvm.PassBuilder:
+    """No SLP vectorisation ever: Numba's codegen, which compiles what runs, has it off
+    (`NUMBA_SLP_VECTORIZE` defaults to 0)."""
     pto = llvm.create_pipeline_tuning_options(speed_level=speed)
     pto.loop_vectorization = vectorize
-    pto.slp_vectorization = vectorize
+    pto.slp_vectorization = False
     pto.loop_interleaving = vectorize
     return llvm.create_pass_builder(_target_machine(), pto)
 

@@ -15,11 +15,15 @@ array nothing writes after the loop's latch. Memory the body writes is written a
 re-runs, last iteration first, so it must end as the primal left it: a local array nothing
 outside the function sees, or one element per iteration of an argument array
 (`out[i]`, i the loop's counter) that nothing writes after the loop. Anything not shown
-keeps today's tape.
+keeps today's tape; `checkpointed_loops` gives the reason for each outermost loop holding
+loops that tapes per iteration but does not qualify (the pipeline warns with them).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from .analysis.cfg import Loop, find_loops
+from .analysis.induction import induction_variables
 from .analysis.killed_reads import confined, killed_reads
 from .diff.reverse.callees import RECOMPUTED
 from .diff.reverse.driver import synthesize_reverse
@@ -27,34 +31,43 @@ from .diff.reverse.kept import written_after
 from .diff.reverse.retained import Retained, Retention
 from .diff.spec import DiffSpec
 from .errors import EnzymePyError
-from .ir.parser import parse_module
-from .ir.printer import print_module
 from .ir.values import (Argument, Function, GlobalRef, Instruction, Module, Value,
                         int_constant)
 from .known.memory import pointer_bases
 from .known.model import Role, call_record, role_of, written_arguments
-from .outline_loop_body import outline_loop_body
+from .outline_loop_body import outline_loop_body, outline_refusal
 
-__all__ = ["checkpoint_loops", "checkpointed_loops"]
+__all__ = ["Choice", "checkpoint_loops", "checkpointed_loops"]
 
 # What the reverse keeps per execution of a block (a stack slot per call is no growth).
 _PER_ITERATION = (Retention.TAPE, Retention.TABLE, Retention.HOIST)
 
 
-def checkpointed_loops(module: Module, spec: DiffSpec) -> tuple[int, ...]:
-    """The loops of `spec.primal` worth checkpointing (see module), as the indices of their
-    headers among the function's blocks; `module` is unchanged."""
+@dataclass(frozen=True)
+class Choice:
+    """The loops to checkpoint and those whose reverse tapes values per iteration but cannot
+    be checkpointed (with the reason), each as the index of its header among the primal's
+    blocks."""
+    chosen: tuple[int, ...]
+    refused: tuple[tuple[int, str], ...]
+
+
+def checkpointed_loops(module: Module, spec: DiffSpec) -> Choice:
+    """The loops of `spec.primal` worth checkpointing (see module), and the outermost loops
+    holding loops, taping per iteration, that do not qualify. `module` is a scratch copy:
+    the reverse (without checkpointing) is synthesized into it, the primal left as it was."""
     fn = module.functions[spec.primal]
     loops = find_loops(fn)
-    eligible = [l for l in loops if l.parent is None and any(i.parent is l for i in loops)
-                and killed_reads(fn, l).proven and _reads_kept(fn, l)
-                and _writes_final(fn, l)]
-    if not eligible:
-        return ()
-    taped = _taped_blocks(module, spec)
+    nests = [l for l in loops if l.parent is None and any(i.parent is l for i in loops)]
+    if not nests:
+        return Choice((), ())
     index = {id(b): k for k, b in enumerate(fn.blocks)}
-    return tuple(index[id(l.header)] for l in eligible
-                 if taped is None or any(index[id(b)] in taped for b in l.blocks))
+    reasons = {index[id(l.header)]: _refusal(fn, l) for l in nests}
+    taped = _taped_blocks(module, spec)
+    taping = [index[id(l.header)] for l in nests
+              if taped is None or any(index[id(b)] in taped for b in l.blocks)]
+    return Choice(tuple(k for k in taping if not reasons[k]),
+                  tuple((k, reasons[k]) for k in taping if reasons[k] and taped is not None))
 
 
 def checkpoint_loops(module: Module, fn: Function, headers: tuple[int, ...]) -> list[Function]:
@@ -72,17 +85,33 @@ def checkpoint_loops(module: Module, fn: Function, headers: tuple[int, ...]) -> 
 
 def _taped_blocks(module: Module, spec: DiffSpec) -> set[int] | None:
     """The indices of the primal's blocks whose reverse, without checkpointing, reads values
-    kept per execution; None when that reverse cannot be synthesized (then every eligible
-    loop is checkpointed: its error, if any, is raised by the real synthesis)."""
-    copy = parse_module(print_module(module))
-    index = {id(b): k for k, b in enumerate(copy.functions[spec.primal].blocks)}
+    kept per execution, from synthesizing that reverse into `module`; None when it cannot be
+    synthesized (then every eligible loop is checkpointed: its error, if any, is raised by
+    the real synthesis)."""
+    index = {id(b): k for k, b in enumerate(module.functions[spec.primal].blocks)}
     events: list[Retained] = []
     try:
-        synthesize_reverse(copy, spec, observe=events.append)
+        synthesize_reverse(module, spec, observe=events.append)
     except EnzymePyError:
         return None
     return {index[id(ev.carrier or ev.block)] for ev in events
             if ev.kind in _PER_ITERATION and id(ev.carrier or ev.block) in index}
+
+
+def _refusal(fn: Function, loop: Loop) -> str:
+    """Why `loop` cannot be checkpointed (see module); "" when it can."""
+    killed = killed_reads(fn, loop)
+    if not killed.proven:
+        reason = next(v.reason for v in killed.verdicts if not v.proven)
+        return f"an iteration may read memory an earlier one wrote ({reason})"
+    if not _reads_kept(fn, loop):
+        return "an iteration reads memory written after the loop, or neither an argument " \
+               "nor a local array"
+    if not _writes_final(fn, loop):
+        return "an iteration writes memory other than a local array or out[i] (i the " \
+               "loop's counter) that nothing writes after the loop"
+    refused = outline_refusal(fn, loop)
+    return f"its body cannot be outlined: {refused}" if refused else ""
 
 
 def _reads_kept(fn: Function, loop: Loop) -> bool:
@@ -148,21 +177,13 @@ def _writes_final(fn: Function, loop: Loop) -> bool:
 def _counters(loop: Loop) -> list[Value]:
     """The header phis stepping by a positive constant from a constant >= 0 each iteration
     (so distinct, non-negative values: Numba's wraparound of a negative index is moot)."""
-    latch = loop.latches[0]
-    out = []
-    for phi in loop.header.phis():
-        pairs = list(zip(phi.operands, phi.incoming))
-        nxt = [v for v, b in pairs if b is latch]
-        start = [v for v, b in pairs if b is not latch]
-        if len(nxt) != 1 or not start or not all(int_constant(v) is not None and int_constant(v) >= 0
-                                                  for v in start):
-            continue
-        step = nxt[0]
-        if isinstance(step, Instruction) and step.opcode == "add" and phi in step.operands:
-            other = step.operands[1] if step.operands[0] is phi else step.operands[0]
-            if (int_constant(other) or 0) > 0:
-                out.append(phi)
-    return out
+    return [phi for phi, iv in induction_variables(loop).items()
+            if _at_least(iv.start, 0) and _at_least(iv.step, 1)]
+
+
+def _at_least(v: Value, k: int) -> bool:
+    c = int_constant(v)
+    return c is not None and c >= k
 
 
 def _per_iteration(ptr: Value, base: Value, counters: list[Value]) -> bool:

@@ -11,7 +11,7 @@ import re
 from .errors import UnsupportedError
 from .known.calls import call_problem
 from .ir.printer import Namer, print_instruction
-from .ir.values import Function, Instruction, Module
+from .ir.values import Block, Function, Instruction, Module
 
 LOC_KIND = "enzyme.loc"
 
@@ -32,6 +32,21 @@ class Diagnostics:
         node = self.module.metadata.get(ref) if ref else None
         m = re.search(r'!"((?:[^"\\]|\\.)*)"', node) if node else None
         return m.group(1) if m else None
+
+    def loop_source(self, header: Block) -> str | None:
+        """The Python `file:line` of the first located instruction from the loop header
+        `header` on, breadth first (its `for` test)."""
+        work, seen = [header], set()
+        while work:
+            block = work.pop(0)
+            if id(block) in seen:
+                continue
+            seen.add(id(block))
+            source = next((s for s in map(self.source, block.instructions) if s), None)
+            if source:
+                return source
+            work.extend(block.successors())
+        return None
 
     def unsupported(self, what: str, inst: Instruction | None = None,
                     hint: str | None = None,

@@ -51,6 +51,11 @@ class UnsupportedError(EnzymePyError, NotImplementedError):
         return "\n".join(lines)
 
 
+class CheckpointWarning(UserWarning):
+    """`checkpoint=True` asked, but a loop whose reverse tapes values per iteration keeps
+    that tape: not eligible, or its checkpointed reverse could not be synthesized."""
+
+
 class InvalidIRError(EnzymePyError, RuntimeError):
     """IR text we cannot parse, or synthesized IR that fails LLVM's verifier (a bug in the pass)."""
 

@@ -35,7 +35,7 @@ from .ir.values import (Argument, Block, Constant, Function, GlobalRef, Instruct
                         Value, const_int)
 from .analysis.cfg import Loop
 
-__all__ = ["Outlined", "outline_loop_body"]
+__all__ = ["Outlined", "outline_loop_body", "outline_refusal"]
 
 _RECOMPUTED = {"add", "sub", "mul", "shl", "lshr", "ashr", "and", "or", "xor", "icmp",
                "select", "zext", "sext", "trunc"}
@@ -57,6 +57,12 @@ def outline_loop_body(module: Module, fn: Function, loop: Loop) -> Outlined:
     if isinstance(plan, str):
         return Outlined(None, None, plan)
     return _rewrite(module, fn, loop, plan)
+
+
+def outline_refusal(fn: Function, loop: Loop) -> str:
+    """Why `outline_loop_body` would refuse `loop` ("" if it would not); `fn` unchanged."""
+    plan = _plan(fn, loop)
+    return plan if isinstance(plan, str) else ""
 
 
 @dataclass

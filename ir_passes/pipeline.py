@@ -24,6 +24,7 @@ Stages (`STAGES`; API.md's names are aliases: "primal" is "raw", "preprocessed" 
 from __future__ import annotations
 
 import functools
+import warnings
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping
 
@@ -38,7 +39,7 @@ from .diff.reverse.callees import RECOMPUTED
 from .diff.reverse.tape_report import TapeReport, print_tape, tape_report, taped_bytes
 from .diff.seeds import activity_seeds
 from .diff.spec import DiffSpec
-from .errors import EnzymePyError, UnsupportedError
+from .errors import CheckpointWarning, EnzymePyError, UnsupportedError
 from .invariant_loads import hoist_invariant_loads
 from .stored_values import forward_stored_values
 from .reverse_loops import rescheduled
@@ -101,6 +102,7 @@ class Stages:
             if vector_math else target.spec
         self.vector_math = vector_math
         self._checkpointed: tuple[Module, Function, str]    # `synthesized`, if checkpointed
+        self._warned = False                    # the `CheckpointWarning` given (`checkpointed`)
 
     def text(self, stage: str, sizes: Mapping[str, int] | None = None) -> str:
         """The text of `stage` (aliases allowed); `sizes` give the tape's totals."""
@@ -130,19 +132,42 @@ class Stages:
     def checkpointed(self) -> tuple[int, ...]:
         """The primal's loops checkpointed (`checkpointed_loops`: their headers' indices);
         none when the derivative cannot be synthesized with them (e.g. a body handed the
-        address of an active array): those loops keep today's tape."""
+        address of an active array): those loops keep today's tape. A `CheckpointWarning`
+        names the loops taping per iteration that keep their tape, and why (once)."""
         if not self.checkpoint:
             return ()
         text = self.target.canonical_text
-        chosen = checkpointed_loops(_canonical_module(text)[0], self.spec)
+        plain = _canonical_module(text)[0]                  # a scratch copy
+        choice = checkpointed_loops(plain, self.spec)
+        chosen, refused = choice.chosen, list(choice.refused)
         if chosen:
             module, _ = _canonical_module(text, self.spec, chosen)
             try:
                 self._checkpointed = (module, *differentiate(module, self.spec,
                                                              self.target.title))
-            except UnsupportedError:
-                return ()
+            except UnsupportedError as e:
+                refused += [(k, f"its checkpointed reverse cannot be synthesized ({e.what})")
+                            for k in chosen]
+                chosen = ()
+        if refused and not self._warned:
+            self._warned = True
+            self._warn(plain, sorted(refused))
         return chosen
+
+    def _warn(self, module: Module, refused: list[tuple[int, str]]) -> None:
+        """The `CheckpointWarning` for the loops `refused` (header index, reason) of the
+        primal in `module`, shown at the first located one's Python line."""
+        where = Diagnostics(module, module.functions[self.spec.primal])
+        at = [where.loop_source(where.fn.blocks[k]) for k, _ in refused]
+        text = (f"checkpoint=True: loops of {self.target.title} keep a tape growing with "
+                "their trip count: " + "; ".join(
+                    f"the loop at {a or 'block %' + where.fn.blocks[k].name}: {why}"
+                    for a, (k, why) in zip(at, refused)))
+        file, _, line = next((a for a in at if a), "").rpartition(":")
+        if line.isdigit():
+            warnings.warn_explicit(text, CheckpointWarning, file, int(line))
+        else:                               # no loop located (e.g. a derivative's own loops)
+            warnings.warn(text, CheckpointWarning, stacklevel=2)
 
     @property
     def primal(self) -> Function:
@@ -195,22 +220,12 @@ class Stages:
         return tape_report(self.module, self.spec)
 
     def _loop_at(self, header: str) -> str:
-        """`header` (a loop header block of the primal) with the Python `file:line` of the
-        first located instruction from it on (the loop's `for` test)."""
+        """`header` (a loop header block of the primal) with the Python `file:line` of its
+        `for` test (`Diagnostics.loop_source`)."""
         primal = self.module.functions[self.spec.primal]
-        diag = Diagnostics(self.module, primal)
-        work = [b for b in primal.blocks if b.name == header]
-        seen = set()
-        while work:
-            block = work.pop(0)
-            if id(block) in seen:
-                continue
-            seen.add(id(block))
-            source = next((s for s in map(diag.source, block.instructions) if s), None)
-            if source:
-                return f"{header} ({source})"
-            work.extend(block.successors())
-        return header
+        block = next((b for b in primal.blocks if b.name == header), None)
+        source = block and Diagnostics(self.module, primal).loop_source(block)
+        return f"{header} ({source})" if source else header
 
     def tape_text(self, sizes: Mapping[str, int]) -> str:
         if self.spec.mode != "reverse":

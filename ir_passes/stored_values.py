@@ -26,6 +26,7 @@ A temporary left without reads loses its stores and then its allocation.
 from __future__ import annotations
 
 from .analysis.cfg import Loop, dominates, dominators, find_loops, reaches_avoiding
+from .analysis.temporaries import data_accesses
 from .ir.clone import clone_instruction
 from .ir.types import I1
 from .ir.values import (Argument, Block, Constant, Function, GlobalRef, Instruction, Value,
@@ -40,7 +41,6 @@ _CHEAP = {"fadd", "fsub", "fmul", "fneg", "add", "sub", "mul", "shl", "getelemen
           "sext", "zext", "trunc", "sitofp", "uitofp", "fpext", "fptrunc", "select", "icmp",
           "fcmp"}
 _MAX_CLONED = 8
-_OWNER_USES = (Role.HANDLE_DATA, Role.INCREF, Role.DECREF)   # calls that leave the data be
 
 
 def forward_stored_values(fn: Function) -> bool:
@@ -122,16 +122,7 @@ def _filled_temporaries(fn: Function) -> dict[Instruction, tuple[Instruction, li
     users = fn.users()
     out: dict[Instruction, tuple[Instruction, list[Instruction]]] = {}
     for owner in fn.instructions():
-        if role_of(owner) is not Role.HANDLE_ALLOC:
-            continue
-        uses = users.get(id(owner), [])
-        if not all(role_of(u) in _OWNER_USES and u.operands == [owner]
-                   or u.opcode == "icmp" for u in uses):     # the allocation's null check
-            continue
-        access: list[Instruction] | None = []
-        for data in (u for u in uses if role_of(u) is Role.HANDLE_DATA):
-            found = _accesses(data, users)
-            access = None if found is None or access is None else access + found
+        access = data_accesses(owner, users) if role_of(owner) is Role.HANDLE_ALLOC else None
         if access is None:
             continue
         stores = [a for a in access if a.opcode == "store"]
@@ -139,25 +130,6 @@ def _filled_temporaries(fn: Function) -> dict[Instruction, tuple[Instruction, li
         if len(stores) == 1 and loads and all(l.type == stores[0].operands[0].type
                                                for l in loads):
             out[owner] = (stores[0], loads)
-    return out
-
-
-def _accesses(data: Instruction, users: dict[int, list[Instruction]]) -> list[Instruction] | None:
-    """The loads and stores through `data` (via geps), or None when it goes anywhere else."""
-    out: list[Instruction] = []
-    work = [data]
-    while work:
-        ptr = work.pop()
-        for user in users.get(id(ptr), []):
-            if user.opcode == "getelementptr" and user.operands[0] is ptr:
-                work.append(user)
-            elif user.opcode == "load" and not user.volatile:
-                out.append(user)
-            elif user.opcode == "store" and user.operands[1] is ptr \
-                    and user.operands[0] is not ptr and not user.volatile:
-                out.append(user)
-            else:
-                return None
     return out
 
 

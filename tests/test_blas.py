@@ -27,6 +27,15 @@ def dot_with_const_weights(a, w):
     return np.dot(a, w) ** 2
 
 
+def fresh_rows_dot(X, w):
+    """A fresh array per row read by np.dot: each kept alive until its call's reverse."""
+    s = 0.0
+    for r in range(X.shape[0]):
+        h = np.sin(X[r]) * w
+        s += np.dot(h, h)
+    return s
+
+
 def dot_f32(a, b):
     return np.dot(a, b) * np.float32(3.0)
 
@@ -38,6 +47,7 @@ KERNELS = [
            outputs=(2,)),
     Kernel("dot_with_const_weights", dot_with_const_weights,
            lambda r: (r.random(3), r.random(3)), const=(1,)),
+    Kernel("fresh_rows_dot", fresh_rows_dot, lambda r: (r.random((4, 3)), r.random(3))),
     Kernel("dot_f32", dot_f32, lambda r: (r.random(3).astype(np.float32),
                                           r.random(3).astype(np.float32))),
 ]
@@ -59,3 +69,24 @@ def test_dot_of_an_array_written_later_is_refused():
     d = derive_diff(f, None, ("dup", "dup"))
     with pytest.raises(UnsupportedError, match="np.dot of an array the function also writes"):
         d(np.ones(3), np.zeros(3), np.ones(3), np.zeros(3))
+
+
+def test_dot_of_a_fresh_array_written_in_the_next_iteration_is_refused():
+    """Each iteration makes a new h, but `h_prev` carries the last one into the next
+    iteration, which writes it after the allocation ran again: the reverse of the earlier
+    np.dot would read the changed array (this gave a wrong gradient, not an error)."""
+    from enzyme_py import UnsupportedError, derive_diff
+
+    def carried(x, w):
+        s = 0.0
+        h_prev = np.zeros(3)
+        for r in range(x.shape[0]):
+            h = np.sin(x[r]) * w
+            h_prev[0] = 2.0
+            s += np.dot(h, h)
+            h_prev = h
+        return s
+
+    with pytest.raises(UnsupportedError, match="np.dot of an array the function also writes"):
+        derive_diff(carried, None, ("dup", "dup"))(
+            np.ones((4, 3)), np.zeros((4, 3)), np.ones(3), np.zeros(3))

@@ -2,10 +2,12 @@
 the reverse re-runs each iteration of an outermost loop whose body reads only memory it
 wrote itself, instead of taping all iterations. Checked against finite differences and
 forward-vs-reverse inner products; the loop is shown checkpointed (its body outlined and
-its augmented forward called from the reverse) and its tape gone from the caller's."""
+its augmented forward called from the reverse) and its tape gone from the caller's; a loop
+taping per iteration that is not checkpointed is named by a `CheckpointWarning`."""
 from __future__ import annotations
 
 import functools
+import inspect as pysource
 import json
 import math
 import os
@@ -13,25 +15,29 @@ import pathlib
 import re
 import subprocess
 import sys
+import warnings
 
 import numba
 import numpy as np
 import pytest
 from numba.core.runtime import rtsys
 
-from enzyme_py import autodiff, derive_diff
+from enzyme_py import CheckpointWarning, autodiff, derive_diff
 from enzyme_py.cli import main as cli_main
 from enzyme_py.inspection import inspect, inspection
 from ir_passes.pipeline import Stages
 from tests.support.gradcheck import check_inner_product, check_reverse
 from tests.support.kernel import Kernel
 from tests.support.nrt_stats import frees_by, nrt_statistics
-from tests.test_tape_placement import matmul_loss
+# hidden_layer: a local array filled before the checkpointed loop and only read by its bodies
+# (an MLP's hidden layer), kept alive by its slot until the fill's reverse
+from tests.test_tape_placement import hidden_layer, matmul_loss
 
 sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "examples" / "benchmarks"))
 from bench_kernels import gmm_objective  # noqa: E402
 
 _DERIVE = functools.partial(derive_diff, checkpoint=True)
+_NAMED = pytest.mark.filterwarnings("ignore::enzyme_py.CheckpointWarning")  # the loops kept
 
 
 def filled_rows(x, out):
@@ -124,23 +130,6 @@ def overwritten_after_loop(x, out):
     return s
 
 
-def hidden_layer(W, x):
-    """A local array filled before the checkpointed loop and only read by its bodies (an
-    MLP's hidden layer): kept alive by its slot until the fill's reverse, no reference per
-    iteration (Numba's refcount pruning once paired those with its one release: freed early)."""
-    H = W.shape[1]
-    h = np.empty(H)
-    for i in range(H):
-        h[i] = math.tanh(x[i])
-    loss = 0.0
-    for k in range(W.shape[0]):
-        o = 0.0
-        for i in range(H):
-            o += W[k, i] * h[i]
-        loss += o * o
-    return loss
-
-
 def _gmm_args(rng):
     d, k, n = 3, 4, 12
     return (rng.normal(size=k), rng.normal(size=(k, d)),
@@ -164,6 +153,7 @@ KERNELS = [
 ]
 
 
+@_NAMED
 @pytest.mark.parametrize("kernel", KERNELS, ids=lambda k: k.name)
 def test_finite_differences(kernel):
     check_reverse(kernel, derive=_DERIVE)
@@ -235,6 +225,7 @@ def _per_point(stages) -> int:
     return total(2) - total(1)
 
 
+@_NAMED
 @pytest.mark.parametrize("fn, types, acts, outlined", [
     (filled_rows, "float64[:,::1], float64[::1]", ("dup", "dup"), True),
     (raising_rows, "float64[:,::1]", ("dup",), True),
@@ -247,6 +238,54 @@ def test_which_loops_are_checkpointed(fn, types, acts, outlined):
     text = _stages(fn, acts, types, True).module_text
     calls = [l for l in text.splitlines() if " call i32 @" in l and ".body.B" in l]
     assert bool(calls) is outlined
+
+
+_REFUSED = "an iteration writes memory other than a local array or out[i] (i the loop's " \
+    "counter) that nothing writes after the loop"
+
+
+@pytest.mark.parametrize("fn, types, acts, reason", [
+    (read_before_fill, "float64[:,::1]", ("dup",),
+     "an iteration may read memory an earlier one wrote (read at %"),
+    (written_after_loop, "float64[:,::1], float64[::1]", ("dup", "dup"),
+     "an iteration reads memory written after the loop, or neither an argument nor a local "
+     "array"),
+    (last_row, "float64[:,::1], float64[::1]", ("dup", "dup"), _REFUSED),
+    (overwritten_after_loop, "float64[:,::1], float64[::1]", ("dup", "dup"), _REFUSED),
+])
+def test_a_loop_keeping_its_tape_is_named(fn, types, acts, reason):
+    """checkpoint=True and a loop taping per iteration that does not qualify: one
+    `CheckpointWarning` names it by its `for` line and says why, shown at that line."""
+    stages = _stages(fn, acts, types, True)
+    lines, first = pysource.getsourcelines(fn)
+    line = first + next(k for k, l in enumerate(lines) if l.lstrip().startswith("for i "))
+    where = f"{fn.__code__.co_filename}:{line}"
+    with pytest.warns(CheckpointWarning) as record:
+        assert stages.checkpointed == ()
+        stages.drop_ir()
+        stages.module_text                      # computed again: no second warning
+    assert len(record) == 1, [str(w.message) for w in record]
+    message = str(record[0].message)
+    assert message.startswith(f"checkpoint=True: loops of {fn.__name__} (array(float64, 2d, C)")
+    assert f"keep a tape growing with their trip count: the loop at {where}: {reason}" \
+        in message, message
+    assert (record[0].filename, record[0].lineno) == (fn.__code__.co_filename, line)
+
+
+def test_no_warning_for_loops_keeping_nothing():
+    """GMM's K loop summing icf keeps nothing per iteration (not checkpointed, not named);
+    a derivative asking checkpoint=True from Python warns only at its first call."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CheckpointWarning)
+        for vector_math in (False, True):
+            target = inspection(gmm_objective, _GMM[1], types=_GMM[0]).stages.target
+            assert Stages(target, vector_math, checkpoint=True).checkpointed
+        df = derive_diff(filled_rows, None, ("dup", "dup"), checkpoint=True)
+        x = np.ones((3, 2))
+        df(x, np.zeros_like(x), np.zeros(3), np.ones(3))
+    df = derive_diff(last_row, None, ("dup", "dup"), checkpoint=True)
+    with pytest.warns(CheckpointWarning, match="loops of last_row .* keep a tape"):
+        df(x, np.zeros_like(x), np.zeros(3), np.ones(3))
 
 
 def test_gmm_loops_chosen():
@@ -344,13 +383,20 @@ def test_second_order(inner, outer):
     fwd_rev = derive_diff(gradient, None, ("dup", "dup"), mode="forward", checkpoint=outer)
     rev_rev = derive_diff(gradient_dot, None, ("dup", "const"), checkpoint=outer)
     by_fwd, by_rev = np.empty((n, n)), np.empty((n, n))
-    for i, e in enumerate(basis):
-        tg = np.zeros(shape)
-        fwd_rev(x, e, np.zeros(shape), tg)
-        by_fwd[:, i] = tg.ravel()
-        dx = np.zeros(shape)
-        rev_rev(x, dx, e)
-        by_rev[i, :] = dx.ravel()
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always", CheckpointWarning)
+        for i, e in enumerate(basis):
+            tg = np.zeros(shape)
+            fwd_rev(x, e, np.zeros(shape), tg)
+            by_fwd[:, i] = tg.ravel()
+            dx = np.zeros(shape)
+            rev_rev(x, dx, e)
+            by_rev[i, :] = dx.ravel()
+    named = [str(w.message) for w in record if w.category is CheckpointWarning]
+    assert len(named) == outer and all(".gradient_dot (array" in m for m in named), named
+    assert (inner and outer) == any("its checkpointed reverse cannot be synthesized (call to "
+                                    "@" in m and "handed memory holding the address of an "
+                                    "active array)" in m for m in named), named
     scale = np.max(np.abs(fd))
     np.testing.assert_allclose(by_fwd, fd, rtol=1e-5, atol=1e-6 * scale)
     np.testing.assert_allclose(by_rev, fd, rtol=1e-5, atol=1e-6 * scale)

@@ -35,11 +35,9 @@ from ..known.memory import pointer_bases
 from ..known.model import (Role, call_record, is_local_allocation, role_of,
                            written_arguments)
 from .cfg import Loop, dominates, dominators, find_loops
+from .temporaries import OWNER_USES, data_accesses
 
 __all__ = ["KilledReads", "Verdict", "confined", "killed_reads", "print_killed_reads"]
-
-_OWNER_USES = (Role.HANDLE_DATA, Role.INCREF, Role.DECREF)
-
 
 @dataclass(frozen=True)
 class Verdict:
@@ -115,7 +113,7 @@ def _known_origin(base: Value) -> bool:
 def _inert(call: Instruction) -> bool:
     """A call that touches no memory through its pointers (data, reference counts)."""
     record = call_record(call)
-    return record is not None and (record.inert or record.role in _OWNER_USES)
+    return record is not None and (record.inert or record.role in OWNER_USES)
 
 
 def _ordered(fn: Function, loop: Loop) -> list[Block]:
@@ -127,7 +125,7 @@ def _verdict(base: Value, readers: list[Instruction], loop: Loop, loops: list[Lo
     if role_of(base) is not Role.HANDLE_DATA:
         return Verdict(base, False, "not a temporary the function allocated")
     owner = base.operands[0]                  # type: ignore[union-attr]
-    stores = _accesses(base, owner, loop)
+    stores = _stores(base, loop)                # type: ignore[arg-type]
     if stores is None:
         return Verdict(base, False, "its pointer goes elsewhere than loads and stores")
     fills = [f for f in (_fill(s, owner, loop, loops, idom) for s in stores) if f is not None]
@@ -142,37 +140,18 @@ def _verdict(base: Value, readers: list[Instruction], loop: Loop, loops: list[Lo
 
 def confined(data: Value, body: Loop) -> bool:
     """Whether the function's allocation with data pointer `data` is seen only through
-    geps, loads and stores (as `_accesses`): no call, return or store hands it on."""
-    return role_of(data) is Role.HANDLE_DATA and \
-        _accesses(data, data.operands[0], body) is not None   # type: ignore[union-attr]
+    geps, loads and stores (as `_stores`): no call, return or store hands it on."""
+    return role_of(data) is Role.HANDLE_DATA and _stores(data, body) is not None
 
 
-def _accesses(data: Value, owner: Value, body: Loop) -> list[Instruction] | None:
-    """The stores through `data` (via geps), or None when `data` or the owner go anywhere
-    but geps, loads, stores of a value, the owner's data/reference-count calls and, outside
-    the body, calls keeping none of their pointers (the `memset` of `np.zeros`)."""
-    users = data.block.function.users()       # type: ignore[union-attr]
-    if not all(role_of(u) in _OWNER_USES and u.operands == [owner] or u.opcode == "icmp"
-               for u in users.get(id(owner), [])):
-        return None
-    stores: list[Instruction] = []
-    work = [u for u in users.get(id(owner), []) if role_of(u) is Role.HANDLE_DATA]
-    while work:
-        ptr = work.pop()
-        for user in users.get(id(ptr), []):
-            if user.opcode == "getelementptr" and user.operands[0] is ptr:
-                work.append(user)
-            elif user.opcode == "load" and not user.volatile:
-                continue
-            elif user.opcode == "store" and user.operands[1] is ptr \
-                    and user.operands[0] is not ptr and not user.volatile:
-                stores.append(user)
-            elif user.opcode == "call" and user.block not in body.blocks \
-                    and getattr(call_record(user), "pointer_neutral", False):
-                continue
-            else:
-                return None
-    return stores
+def _stores(data: Instruction, body: Loop) -> list[Instruction] | None:
+    """The stores through the data of the allocation behind `data` (`data_accesses`), or
+    None when it goes elsewhere; outside the body, calls keeping none of their pointers
+    (the `memset` of `np.zeros`) are allowed."""
+    found = data_accesses(data.operands[0], data.block.function.users(),  # type: ignore
+                          lambda user: user.opcode == "call" and user.block not in body.blocks
+                          and getattr(call_record(user), "pointer_neutral", False))
+    return None if found is None else [a for a in found if a.opcode == "store"]
 
 
 def _fill(store: Instruction, owner: Instruction, body: Loop, loops: list[Loop],

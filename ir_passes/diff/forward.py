@@ -1,9 +1,11 @@
 """Forward mode: a copy of the primal that carries a tangent beside every active value.
 
 Blocks are visited in reverse post-order; each primal instruction is cloned and, when active,
-followed by its tangent computation (rules from the shared registry), so tangents live in the
-same blocks as their primal values. Pointers into shadowed memory get shadow pointers formed
-by the same address arithmetic; loads and stores through them read and write tangents.
+followed by its tangent computation (rules from the shared registry; a quotient of two varying
+values has its own cheaper form), so tangents live in the same blocks as their primal values.
+Tangent arithmetic carries `contract`, so its products and sums fuse into multiply-adds.
+Pointers into shadowed memory get shadow pointers formed by the same address arithmetic;
+loads and stores through them read and write tangents.
 
 Vector forward mode (width k > 1) uses LLVM vectors: a float's tangent is `<k x T>`, a
 shadow pointer is `<k x ptr>` (one pointer per lane of the shadow array's leading axis).
@@ -58,6 +60,13 @@ def synthesize_forward(module: Module, spec: DiffSpec) -> Function:
     module.add_function(fn)
     emit_release_all(module, release_symbol(fn.name))
     return fn
+
+
+def _tangent_flags(inst: Instruction) -> tuple[str, ...]:
+    """The primal's fast-math flags plus `contract`: a tangent's sums of products may fuse into
+    multiply-adds (one rounding instead of two; primal values keep the primal's flags)."""
+    flags = fast_math_of(inst)
+    return flags if "fast" in flags or "contract" in flags else flags + ("contract",)
 
 
 class _Forward:
@@ -186,7 +195,7 @@ class _Forward:
         elif inst in self.info.shadowed:
             self._shadow_pointer(inst)
         elif inst in self.info.varied:
-            self.b.fast_math = fast_math_of(inst)
+            self.b.fast_math = _tangent_flags(inst)
             self.tangents[inst] = self._tangent(inst, clone)
             self.b.fast_math = ()
         elif inst.opcode == "store":
@@ -242,6 +251,8 @@ class _Forward:
         return self.tangent(v) if carries_float(v.type) else self._map(v)
 
     def _apply_rule(self, inst: Instruction, clone: Instruction) -> Value:
+        if inst.opcode == "fdiv" and all(a in self.tangents for a in inst.operands):
+            return self._quotient_tangent(inst, clone)
         rule = rule_for(self.diag, inst)
         args = [self._map(a) for a in inst.operands]
         partials = rule.partials(self.m, args, clone)
@@ -252,6 +263,14 @@ class _Forward:
             term = scale(self.b, p, self.tangents[a], self.width)
             total = term if total is None else self.b.fadd(total, term)
         return total if total is not None else zero(self._tangent_type(inst.type))
+
+    def _quotient_tangent(self, inst: Instruction, clone: Instruction) -> Value:
+        """`(da - q db) / b` as `(da - q db) * (1 / b)` for `q = a / b`: one multiply fewer
+        than the rule's `da / b - (q / b) db`, and `1 / b` is shared by every quotient by `b`."""
+        a, b = inst.operands
+        inv = self.m.recip(self._map(b))
+        num = self.b.fsub(self.tangents[a], scale(self.b, clone, self.tangents[b], self.width))
+        return scale(self.b, inv, num, self.width)
 
     def _shadow_pointer(self, inst: Instruction) -> None:
         b = self.b

@@ -16,6 +16,7 @@ from .availability import Availability, BlockContext
 from .callees import emit_reverse_call
 from .growable import release_growable, undo_resize
 from .calls import ReverseCallContext, emits_reverse
+from ..held_references import held_reference
 from .kept import drop_held
 from .parked_shadows import park_shadow
 from .state import ReverseState
@@ -81,6 +82,8 @@ class Adjoints:
             return undo_resize(st.b, st.module, self.avail.shadow(ctx, inst.operands[0]))
         if inst in st.allocs:   # the shadow array is not needed before this point
             shadow, slots = self.avail.shadow(ctx, inst), st.kept_allocations.get(inst)
+            if slots is None and inst in st.plan.live_arrays:   # held until here (`augmented`)
+                held_reference(st.b, st.module, self.avail.value(ctx, inst), Role.DECREF)
             if slots is None:
                 return release(st.b, st.module, shadow)
             size = self.avail.value(ctx, inst.operands[0])

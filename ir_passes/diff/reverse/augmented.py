@@ -49,11 +49,8 @@ class AugmentedForward:
                     and touches(st.info, inst):
                 augment_call(st, inst, st.module.functions[inst.callee_name])
                 continue
-            if inst in st.plan.live_arrays:
-                self._kept_allocation(inst)
-                if st.owned is not None:    # split mode: released if the state dies unreversed
-                    st.owned_pushes.setdefault(block, []).extend(
-                        [st.vmap[inst], st.fshadow[inst]])
+            if inst in st.plan.live_arrays and st.keeps_allocations:
+                self._kept_allocation(inst, block)
                 check_forward(st, inst)
                 continue
             clone = b.insert(clone_instruction(inst, st.map, st.fwd.__getitem__))
@@ -69,6 +66,8 @@ class AugmentedForward:
                 st.fshadow[inst] = allocate_shadow(b, st.module, size, align)[0]
                 if st.owned is not None:
                     st.owned_pushes.setdefault(block, []).append(st.fshadow[inst])
+                if inst in st.plan.live_arrays:     # held until its reverse, for reloads
+                    self._held_allocation(clone)
             elif inst in st.info.shadowed:
                 st.fshadow[inst] = self._shadow(inst)
 
@@ -83,9 +82,11 @@ class AugmentedForward:
         elif role is Role.VARSIZE_REALLOC:
             resize_growable(b, st.module, st.fshadow[inst.operands[0]], st.map(inst.operands[1]))
 
-    def _kept_allocation(self, inst: Instruction) -> None:
+    def _kept_allocation(self, inst: Instruction, block: Block) -> None:
         """An allocation run once per call and its shadow, both kept between calls in slots
-        (`parked_shadows.py`); the slot holds a reference to the primal array of its own."""
+        (`parked_shadows.py`); the slot holds a reference to the primal array of its own.
+        Both listed for an exit that skips the reverse (`unreversed.py`): on the owned list
+        in split mode, else in entry slots (no list to grow per call)."""
         st, b = self.st, self.st.b
         size, align = (st.map(op) for op in inst.operands)
         slots = (new_slot(st.module), new_slot(st.module))
@@ -93,6 +94,24 @@ class AugmentedForward:
         held_reference(b, st.module, owner, Role.INCREF)
         st.fshadow[inst] = take_shadow(b, st.module, slots[1], size, align)
         st.kept_allocations[inst] = slots
+        taken = [owner, st.fshadow[inst]]
+        if st.owned is not None:
+            st.owned_pushes.setdefault(block, []).extend(taken)
+            return
+        for value in taken:
+            slot = st.zeroed_alloca(PTR, "kept.taken", NULL)
+            b.store(value, slot)
+            st.kept_owners.append(slot)
+
+    def _held_allocation(self, owner: Instruction) -> None:
+        """A temporary run once per call but not kept between calls (the function returns
+        memory): a held reference keeps it until its reverse, which reloads what it reads
+        (`ReversePlan.reloadable`); dropped by a raise too (`unreversed.py`)."""
+        st, b = self.st, self.st.b
+        held_reference(b, st.module, owner, Role.INCREF)
+        slot = st.zeroed_alloca(PTR, "held.taken", NULL)
+        b.store(owner, slot)
+        st.kept_owners.append(slot)
 
     def _phi(self, inst: Instruction) -> None:
         st, b = self.st, self.st.b
@@ -201,7 +220,7 @@ class AugmentedForward:
         st, b = self.st, self.st.b
         status = st.map(inst.operands[0])
         if is_exceptional_return(inst):
-            st.release_tapes(b)
+            st.exit_unreversed(b)
             b.ret(status)
             return
         if isinstance(status, Constant):
@@ -213,7 +232,7 @@ class AugmentedForward:
         st.returns.append((inst.block, status))  # type: ignore[arg-type]
         b.cbr(ok, st.re, raised)
         with b.at_end(raised):
-            st.release_tapes(b)
+            st.exit_unreversed(b)
             b.ret(status)
 
     def fill_phis(self) -> None:
@@ -241,7 +260,8 @@ class AugmentedForward:
         self._push(self.st.tape, block, [v for v, _ in self.st.frames[block]], checked)
 
     def push_owned(self, block: Block) -> None:
-        """Split mode: record the shadow arrays `block` allocates."""
+        """Split mode: list what `block` takes that only the reverse releases
+        (`unreversed.py`)."""
         self._push(self.st.owned, block, self.st.owned_pushes[block])  # type: ignore[arg-type]
 
     def _push(self, tape: Tape, block: Block, values: list[Value], checked: bool = True) -> None:

@@ -41,7 +41,7 @@ class ReverseControl:
             b.store(_seed(st.slot.type), st.fshadow[st.retptr])
         elif st.ret_active:
             seed_return_adjoints(b, st.module, st.slot, st.slot_ptr, st.fshadow[st.retptr],
-                                 st.sig, st.release_tapes)
+                                 st.sig, st.exit_unreversed)
         targets = [st.rev[blk] for blk, _ in st.returns]
         if not targets:                      # the primal never returns normally
             b.unreachable()

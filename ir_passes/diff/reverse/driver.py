@@ -40,6 +40,7 @@ from .presize import presized_loops, reserve_tapes, unchecked_blocks
 from .retained import Retained
 from .parked_shadows import emit_release_all, release_symbol
 from .split import split_reverse
+from .unreversed import release_unreversed
 from .state import ReverseState
 
 
@@ -75,6 +76,7 @@ def synthesize_reverse(module: Module, spec: DiffSpec,
         if st.owned_pushes.get(block):
             forward.push_owned(block)
     reserve_tapes(st, presized)
+    release_unreversed(st)
     Builder(st.entry).br(first)
     negate_subtracted_adjoints(st.fn)
     if spec.split is not None:

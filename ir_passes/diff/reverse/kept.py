@@ -2,9 +2,9 @@
 somewhere: an argument array (e.g. the `out` of `np.dot(A, x, out)` read by a later product)
 or an array the function allocated. Either must not be written between the call and its
 reverse: `written_after` looks for a write reachable from the call (once an allocation runs
-again, writes through pointers computed from it since go to a new array). An allocated array is kept alive with one more
-reference after the call (the primal may release it before the reverse runs), which the
-call's reverse drops (both held references: `held_references.py`)."""
+again, writes through pointers computed from it since go to a new array). An allocated array
+is kept alive with one more reference after the call (the primal may release it before the
+reverse runs), which the call's reverse drops (both held references: `held_references.py`)."""
 from __future__ import annotations
 
 from typing import Callable

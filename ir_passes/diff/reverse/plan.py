@@ -24,11 +24,11 @@ For every primal value the reverse pass needs, one of four answers (`ReversePlan
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from ...analysis.cfg import Loop, dominates, dominators, find_loops, reverse_post_order
+from ...analysis.induction import InductionVariable, defined_outside, induction_variables
 from ...errors import UnsupportedError
 from ...ir.types import I64, size_of
 from ...ir.values import (Argument, Block, ConstInt, Constant, Function, GlobalRef, Instruction,
@@ -59,13 +59,6 @@ class Access(Enum):
     RECURRENCE = "recurrence"
     TABLE = "table"
     TAPE = "tape"
-
-
-@dataclass(frozen=True)
-class InductionVariable:
-    loop: Loop
-    start: Value
-    step: Value
 
 
 class ReversePlan:
@@ -146,20 +139,7 @@ class ReversePlan:
                     hint="canonicalize the IR first (ir_passes.canonicalize)")
 
     def _induction_variables(self) -> dict[Instruction, InductionVariable]:
-        ivs: dict[Instruction, InductionVariable] = {}
-        for loop in self.loops:
-            pre, latch = self.preheader(loop), self.latch(loop)
-            for phi in loop.header.phis():
-                if not phi.type.is_int:
-                    continue
-                start = phi.operands[phi.incoming.index(pre)]
-                nxt = phi.operands[phi.incoming.index(latch)]
-                if not (isinstance(nxt, Instruction) and nxt.opcode == "add" and phi in nxt.operands):
-                    continue
-                step = nxt.operands[1] if nxt.operands[0] is phi else nxt.operands[0]
-                if self.defined_outside(start, loop) and self.defined_outside(step, loop):
-                    ivs[phi] = InductionVariable(loop, start, step)
-        return ivs
+        return {phi: iv for loop in self.loops for phi, iv in induction_variables(loop).items()}
 
     def _pointer_induction_variables(self) -> dict[Instruction, InductionVariable]:
         """Pointer phis advanced by a constant offset per iteration (Numba's array
@@ -184,8 +164,7 @@ class ReversePlan:
     def defined_outside(self, v: Value, loop: Loop) -> bool:
         """Defined outside `loop`: fixed while it runs (the reverse obtains it like any
         value defined there, see `kind`)."""
-        return isinstance(v, (Constant, Argument, GlobalRef)) or (
-            isinstance(v, Instruction) and v.block is not None and v.block not in loop.blocks)
+        return defined_outside(v, loop)
 
     # ------------------------------------------------------------ availability
     def kind(self, v: Value, at: Block) -> Access:

@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ...errors import UnsupportedError
-from ...ir.builder import Builder, counted_loop, declare
+from ...ir.builder import Builder, declare
 from ...ir.clone import clone_instruction
 from ...ir.types import I1, I8, I32, I64, PTR, VOID, ArrayType, FunctionType, StructType, Type, \
     align_of, size_of
@@ -37,6 +37,7 @@ from ...known.model import Role, runtime_call
 from .state import ReverseState
 from .parked_shadows import state_slot, take_shadow
 from .tape import take_parked
+from .unreversed import release_listed
 
 # Numba's struct for a 1-d C array: {meminfo, parent, nitems, itemsize, data, shape, strides}
 STATE_ARRAY = StructType((PTR, PTR, I64, I64, PTR, ArrayType(1, I64), ArrayType(1, I64)))
@@ -348,11 +349,7 @@ def _release_owned(b: Builder, module: Module, st: ReverseState, layout: StateLa
     if base_at is None or top_at is None:
         return
     base = b.load(PTR, _at(b, data, base_at))
-    used = b.sub(b.cast("ptrtoint", b.load(PTR, _at(b, data, top_at)), I64),
-                 b.cast("ptrtoint", base, I64))
-    decref = _runtime(module, Role.DECREF, VOID, [PTR])
-    counted_loop(b, b.binop("lshr", used, const_int(I64, 3)), lambda b, i: b.call(
-        decref, [b.load(PTR, b.gep(PTR, base, [i]))], VOID))
+    release_listed(b, module, base, b.load(PTR, _at(b, data, top_at)))
     b.call(free, [base], VOID)
 
 

@@ -92,10 +92,17 @@ class ReverseState:
         self.owned = (Tape(module, self.fn, self.entry, "owned", parked=False)
                       if spec.split else None)
         self.owned_pushes: dict[Block, list[Value]] = {}
+        # kept temporaries' owners taken so far (entry slots), and the exits that skip the
+        # reverse (the first release call of each): what they drop (`unreversed.py`)
+        self.kept_owners: list[Instruction] = []
+        self.unreversed_exits: list[Instruction] = []
         self.tables = Tables(self)                      # values kept in tables (tables.py)
-        if not returns_memory(self.primal, self.retptr):   # kept between calls: run once
-            self.plan.live_arrays = frozenset(a for a in self.allocs
-                                              if self.plan.executes_once(a.block))
+        # temporaries run at most once per call: kept between calls in slots (unless the
+        # function returns memory), else (outside split mode) held until their reverse
+        once = frozenset(a for a in self.allocs if self.plan.executes_once(a.block))
+        self.keeps_allocations = not returns_memory(self.primal, self.retptr)
+        self.plan.live_arrays = once if self.keeps_allocations or spec.split is None \
+            else frozenset()
         # allocations kept between calls -> slots of the primal array and of its shadow
         self.kept_allocations: dict[Instruction, tuple[GlobalRef, GlobalRef]] = {}
         self.kept: dict[Instruction, list[Value]] = {}   # call -> arrays kept alive
@@ -130,12 +137,17 @@ class ReverseState:
             self.rcounter[loop] = self.alloca(I64, f"{loop.header.name}.riter")
         return slot_ptr
 
-    def release_tapes(self, b: Builder) -> None:
-        """Park the tape (in split mode, after the list of shadow arrays: the tape's buffer
-        stays parked for the next forward half) at `b`."""
-        if self.owned is not None:
-            self.owned.release(b)
+    def release_tapes(self, b: Builder) -> Instruction:
+        """Park the tape (after the list of shadow arrays, if any: the tape's buffer stays
+        parked for the next call) at `b`; the first call emitted."""
+        listed = self.owned.release(b) if self.owned is not None else None
         self.tables.releases.append(self.tape.release(b))
+        return listed or self.tables.releases[-1]
+
+    def exit_unreversed(self, b: Builder) -> None:
+        """Release the tapes at `b`, an exit that skips the reverse (a raise); what the
+        reverse would have released is dropped there too, once known (`unreversed.py`)."""
+        self.unreversed_exits.append(self.release_tapes(b))
 
     def alloca(self, t: Type, name: str) -> Instruction:
         """An alloca in the entry block (kept before the entry's eventual terminator)."""

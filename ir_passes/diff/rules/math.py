@@ -198,7 +198,9 @@ def _ldexp(m, args, res):
 
 @defrule(*_both("sqrt"))
 def _sqrt(m, args, res):
-    return [m.div(m.const(res, 0.5), res)]
+    # 0.5 * (1 / res) equals 0.5 / res (res is never subnormal) and shares 1 / res with
+    # quotients by the root
+    return [m.mul(m.const(res, 0.5), m.recip(res))]
 
 
 @defrule("cbrt")

@@ -1,5 +1,5 @@
 ; Vector forward mode (width 2): a float's tangent is a <2 x double>, and the rule for
-; sin scales both lanes by one cos.
+; sin scales both lanes by one cos (tangent arithmetic may contract into multiply-adds).
 ; RUN: --func wave --args dup --mode forward --width 2 --stage derivative
 define double @wave(double %x) {
 entry:
@@ -8,5 +8,5 @@ entry:
 }
 declare double @llvm.sin.f64(double)
 ; CHECK: define i32 @fwddiffe_wave(
-; CHECK: call double @llvm.cos.f64
-; CHECK: fmul <2 x double>
+; CHECK: call contract double @llvm.cos.f64
+; CHECK: fmul contract <2 x double>

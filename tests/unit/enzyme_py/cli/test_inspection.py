@@ -197,7 +197,7 @@ def test_forward_mode():
     check(ins.text("derivative"), """
         ; CHECK: ; mode=forward ret=dup
         ; CHECK: define i32 @fwddiffe_sin_sum(
-        ; CHECK: call double @llvm.cos.f64
+        ; CHECK: call contract double @llvm.cos.f64
         ; CHECK: insertvalue [2 x double]
     """)
     assert "forward mode keeps no tape" in ins.text("tape")
@@ -266,7 +266,7 @@ def test_c_abi_scalar_function_both_modes():
     """)
     check(inspect(KERNELS_LL, "dup,const", "forward", func="poly", stage="optimized"), """
         ; CHECK: define {{.*}}i32 @fwddiffe_poly({{.*}}double %x, double %"x'", double %y)
-        ; CHECK: fadd double [[D:%[^ ]+]], [[D]]
+        ; CHECK: fadd contract double [[D:%[^ ]+]], [[D]]
     """)
 
 

@@ -84,6 +84,31 @@ def test_optimize_vectorises_and_unrolls():
         optimize(fast, level=5)
 
 
+# two independent sums side by side: what the SLP vectoriser packs into one <2 x double> add
+PAIR = """
+define void @pair(ptr noalias %a, ptr noalias %b) {
+entry:
+  %a1 = getelementptr double, ptr %a, i64 1
+  %b1 = getelementptr double, ptr %b, i64 1
+  %x0 = load double, ptr %a
+  %x1 = load double, ptr %a1
+  %y0 = load double, ptr %b
+  %y1 = load double, ptr %b1
+  %s0 = fadd double %x0, %y0
+  %s1 = fadd double %x1, %y1
+  store double %s0, ptr %a
+  store double %s1, ptr %a1
+  ret void
+}
+"""
+
+
+def test_optimize_leaves_straight_line_code_scalar_as_numba_does():
+    """Numba's codegen (which compiles the derivative that runs) has SLP vectorisation off:
+    the optimized stage must not show vectors the compiled code does not have."""
+    assert not re.search(r"<\d+ x double>", _body(optimize(PAIR), "pair"))
+
+
 def test_invalid_ir_raises_with_llvm_message():
     with pytest.raises(InvalidIRError, match="expected type"):
         verify("define i32 @f( { ret }")

@@ -1,0 +1,65 @@
+"""What a derivative releases when it leaves without running its reverse pass: a raise in its
+forward pass (the primal's exception, a `d_ret` of the wrong shape), or, in split mode, a
+state that dies unreversed.
+
+The reverse pass releases what the forward pass took for it: the temporaries kept between
+calls and their shadows (parked in their slots again), the shadows of other temporaries (at
+the reverse of their allocation), and the references that keep an array a call's reverse
+reads alive (`kept.hold_until_reverse`). An exit that skips the reverse drops, so that they
+do not leak on every raise (the next call allocates what a slot then lacks):
+- the kept temporaries and their shadows taken so far, each in an entry stack slot (null
+  until taken), outside split mode;
+- in split mode, everything on the owned list (a tape of owners, `state.owned`), which the
+  state's destructor drops too.
+Not yet: outside split mode, the shadows of temporaries allocated in loops (and references
+held for calls reading them) leak on a raise, as the primal leaks its own temporaries then
+(Numba releases no array on an exception).
+"""
+from __future__ import annotations
+
+from ...ir.builder import Builder, counted_loop, declare
+from ...ir.types import I64, PTR, VOID, FunctionType
+from ...ir.values import Function, Module, Value, const_int
+from ...known.model import Role, runtime_call
+from .state import ReverseState
+
+RELEASE_LISTED = "enzyme_py.owned.release"
+
+
+def release_unreversed(st: ReverseState) -> None:
+    """At each exit that skips the reverse (`ReverseState.exit_unreversed`), before the tapes
+    are released: drop what the module docstring lists."""
+    for first_release in st.unreversed_exits:
+        b = Builder()
+        b.position_before(first_release)
+        for slot in st.kept_owners:
+            b.call(declare(st.module, runtime_call(Role.DECREF).name, VOID, [PTR]),
+                   [b.load(PTR, slot)], VOID)
+        if st.owned is not None:
+            release_listed(b, st.module, b.load(PTR, st.owned.base), b.load(PTR, st.owned.top))
+
+
+def release_listed(b: Builder, module: Module, base: Value, top: Value) -> None:
+    """Drop one reference to each owner on the list between `base` and `top`."""
+    b.call(_release_listed_function(module), [base, top], VOID)
+
+
+def _release_listed_function(module: Module) -> Function:
+    fn = module.functions.get(RELEASE_LISTED)
+    if fn is not None and not fn.is_declaration:
+        return fn
+    fn = Function(RELEASE_LISTED, FunctionType(VOID, (PTR, PTR)), ["base", "top"],
+                  linkage="internal")
+    fn.fn_attrs = "noinline"
+    base, top = fn.args
+    b = Builder(fn.add_block("entry"))
+    used = b.sub(b.cast("ptrtoint", top, I64), b.cast("ptrtoint", base, I64))
+    decref = declare(module, runtime_call(Role.DECREF).name, VOID, [PTR])
+    counted_loop(b, b.binop("lshr", used, const_int(I64, 3)), lambda b, i: b.call(
+        decref, [b.load(PTR, b.gep(PTR, base, [i]))], VOID))
+    b.ret()
+    module.add_function(fn)
+    return fn
+
+
+__all__ = ["release_listed", "release_unreversed"]
