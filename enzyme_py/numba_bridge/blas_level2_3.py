@@ -213,7 +213,8 @@ def _prepare_gemm(module: Module, inst: Instruction) -> None:
         (_M_A, inst.operands[_M_LDA], *a_shape), (_M_B, inst.operands[_M_LDB], *b_shape)))
 
 
-_HINT = "multiply a copy (A.copy() @ x), or write the array only after its last product"
+_HINT = ("multiply a copy of the operand written later (A.copy() @ x or A @ x.copy()), or "
+         "write the array only after its last product")
 
 GEMV_RECORD = KnownCall(
     GEMV, writes=(_V_Y,), flow=Flow(_V_Y, (_V_A, _V_X)), check=_check_gemv,

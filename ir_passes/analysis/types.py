@@ -2,8 +2,8 @@
 
 LLVM's opaque pointers say nothing about their pointees, so the element type of each block of
 memory (an array argument's data, a local allocation) is inferred from how the function
-accesses it (the types of loads and stores through pointers derived from it, and memcpy /
-memset extents), seeded by what the front end knows from the ABI (an array parameter's
+accesses it (the types of loads and stores through pointers derived from it, also through a
+phi or select of several bases, and memcpy / memset extents), seeded by what the front end knows from the ABI (an array parameter's
 dtype). A base accessed as both a float type and an integer type is "mixed": integer
 reinterpretation of float data, which the synthesizers refuse when the data is active.
 The result is immutable and printable (`print_types`).
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..known.memory import pointer_base
+from ..known.memory import pointer_base, pointer_bases
 from ..ir.printer import Namer
 from ..ir.types import FloatType, IntType, Type
 from ..ir.values import Function, Instruction, Value
@@ -24,8 +24,12 @@ class MemoryTypes:
     accessed: dict[Value, frozenset[Type]]
 
     def element(self, ptr: Value) -> Type | None:
-        """The one scalar type accessed through `ptr`'s base, if there is exactly one."""
+        """The one scalar type accessed through `ptr`'s base, if there is exactly one (for a
+        phi or select of bases not accessed through it: the one type of all of them)."""
         types = self.accessed.get(pointer_base(ptr), frozenset())
+        if not types:
+            types = frozenset().union(*(self.accessed.get(b, frozenset())
+                                        for b in pointer_bases(ptr)))
         return next(iter(types)) if len(types) == 1 else None
 
     def float_element(self, ptr: Value) -> FloatType | None:
@@ -46,7 +50,8 @@ def analyze_memory_types(fn: Function, known: dict[Value, Type] | None = None) -
         access = _access(inst)
         if access is not None:
             ptr, t = access
-            accessed.setdefault(pointer_base(ptr), set()).add(t)
+            for base in {pointer_base(ptr), *pointer_bases(ptr)}:
+                accessed.setdefault(base, set()).add(t)
     return MemoryTypes({b: frozenset(ts) for b, ts in accessed.items()})
 
 

@@ -16,6 +16,7 @@ from ..analysis.pointer_stores import never_reloaded
 from ..diagnostics import Diagnostics
 from ..ir.types import ArrayType, StructType, Type, VectorType
 from ..ir.values import Constant, Function, GlobalRef, Instruction, Value
+from ..known.calls import demangle_numba
 from ..known.memory import is_tape_memory, pointer_base
 from ..known.model import Role, role_of
 from .listed_pointers import is_list_item_store
@@ -182,6 +183,12 @@ def _escape_message(fn: Function, inst: Instruction,
                 "differentiated (ret='const')", inst,
                 "leave ret at its default so the returned array is differentiated "
                 "(reverse mode then takes its adjoint d_ret)")
+    python_name = demangle_numba(inst.callee_name or "") if inst.opcode == "call" else None
+    if python_name is not None:
+        return (what + f"it is passed to {python_name} ('{inst.callee_name}'), which is not "
+                "inlined", inst, "not supported yet: pass the helper an array argument of the function "
+                "(marked 'dup') instead of a temporary, or drop its inline=\"never\" so that "
+                "it is inlined")
     if inst.opcode == "call":
         return what + f"it is passed to '{inst.callee_name}'", inst, hint
     if inst.opcode == "store" and pointer_base(inst.operands[1]) in fn.args:

@@ -24,7 +24,8 @@ from ..ir.types import I32, PTR, ArrayType, FloatType, Type
 from ..ir.values import (Argument, Constant, Function, GlobalRef, Instruction, Module,
                          Value)
 from ..known.memory import pointer_base
-from ..known.model import is_local_allocation, known_call, written_arguments
+from ..known.model import (Role, is_local_allocation, known_call, role_of,
+                           written_arguments)
 from .returns import find_return_type
 from .spec import Activity, DiffSpec, ParamSpec
 
@@ -70,7 +71,9 @@ def callee_spec(diag: Diagnostics, inst: Instruction, callee: Function, mode: st
     if returned and not isinstance(slot, FloatType):
         raise diag.unsupported(f"call to @{callee.name}, which is not inlined, returning "
                                f"active values of type {slot} (only a float is supported)",
-                               inst, "not supported yet: let the callee return one float")
+                               inst, "not supported yet: let the callee return one float, or "
+                               "(if it is not recursive) drop its inline=\"never\" so that "
+                               "it is inlined")
     ret = differentiated if returned else Activity.CONST
     return DiffSpec(primal=callee.name or "", name="", mode=mode, params=tuple(params),
                     ret=ret, ret_type=_result_type(slot, returned, mode), ret_slot=slot)
@@ -116,7 +119,16 @@ def hidden_shadows(diag: Diagnostics, fn: Function, info: ActivityInfo,
         for inst in fn.instructions():
             changed |= stores.record(inst, shadowed)
     for inst in calls:
-        if any(op.type.is_pointer and stores.may_hold(op) for op in inst.operands):
+        held = [op for op in inst.operands if op.type.is_pointer and stores.may_hold(op)]
+        if any(role_of(pointer_base(op)) in (Role.HANDLE_ALLOC, Role.HANDLE_DATA)
+               for op in held):
+            raise diag.unsupported(f"call to @{inst.callee_name}, which is not inlined, "
+                                   "handed an array the function allocated, holding active "
+                                   "values", inst, "not supported yet: pass the helper an array "
+                                   "argument of the function (marked 'dup') instead of a "
+                                   "temporary, or drop its inline=\"never\" so that it is "
+                                   "inlined")
+        if held:
             raise diag.unsupported(f"call to @{inst.callee_name}, which is not inlined, "
                                    "handed memory holding the address of an active array",
                                    inst, "pass the array itself as an argument")

@@ -55,24 +55,23 @@ def noalias_argument(ptr: Value) -> Argument | None:
     return ptr if isinstance(ptr, Argument) and "noalias" in ptr.attrs.split() else None
 
 
-def pointer_bases(ptr: Value, merged_only: bool = False) -> list[Value]:
-    """The values a pointer is derived from through address arithmetic, phis and selects
-    (`merged_only`: only those it reaches through a phi or select)."""
-    seen: set[tuple[int, bool]] = set()
+def pointer_bases(ptr: Value) -> list[Value]:
+    """The values a pointer is derived from through address arithmetic, phis and selects."""
+    seen: set[int] = set()
     bases: list[Value] = []
-    work = [(ptr, False)]
+    work = [ptr]
     while work:
-        p, merged = work.pop()
-        if (id(p), merged) in seen:
+        p = work.pop()
+        if id(p) in seen:
             continue
-        seen.add((id(p), merged))
+        seen.add(id(p))
         if isinstance(p, Instruction) and p.opcode in ("getelementptr", "bitcast",
                                                        "addrspacecast", "freeze"):
-            work.append((p.operands[0], merged))
+            work.append(p.operands[0])
         elif isinstance(p, Instruction) and p.opcode == "phi":
-            work.extend((op, True) for op in p.operands)
+            work.extend(p.operands)
         elif isinstance(p, Instruction) and p.opcode == "select":
-            work.extend((op, True) for op in p.operands[1:])
-        elif (merged or not merged_only) and not any(b is p for b in bases):
+            work.extend(p.operands[1:])
+        elif not any(b is p for b in bases):
             bases.append(p)
     return bases

@@ -1,16 +1,16 @@
 """Memory a known call's reverse reads (`KnownCall.reverse_reads`) that the function writes
 somewhere: an argument array (e.g. the `out` of `np.dot(A, x, out)` read by a later product)
 or an array the function allocated. Either must not be written between the call and its
-reverse: `written_after` looks for a write reachable from the call (for a single allocation,
-before it runs again: that is a new array). An allocated array is kept alive with one more
-reference after the call (the primal may release it before the reverse runs), which the
-call's reverse drops (both held references: `held_references.py`)."""
+reverse: `written_after` looks for a write reachable from the call (once an allocation runs
+again, writes through pointers computed from it since go to a new array). An allocated array
+is kept alive with one more reference after the call (the primal may release it before the
+reverse runs), which the call's reverse drops (both held references: `held_references.py`)."""
 from __future__ import annotations
 
 from typing import Callable
 
-from ...ir.values import Argument, GlobalRef, Instruction, Value
-from ...known.memory import pointer_bases
+from ...analysis.cfg import dominates, dominators
+from ...ir.values import Argument, Block, GlobalRef, Instruction, Value
 from ..common import addresses_nothing
 from ..held_references import held_reference
 from ...known.model import (Role, call_record, is_local_allocation, role_of,
@@ -48,31 +48,49 @@ def written_after(call: Instruction, leaves: list[Value],
                   allowed: Callable[[Instruction, Instruction], bool] | None = None,
                   targets: Callable[[Instruction], list[Value]] | None = None) -> bool:
     """Whether the memory of `leaves` (allocation calls, or an argument) may be written after
-    `call`, by other writes than those `allowed(call, write)` exempts. `targets`: the
-    pointers a call writes through (default: what its record says). For a single allocation,
-    once it runs again a direct write is to the new array; the array `call` saw may still be
-    written through a phi or select that carried it on (`h_prev = h` in a loop)."""
+    `call` by other writes than those `allowed(call, write)` exempts. `targets`: the pointers
+    a call writes through (default: what its record says).
+
+    Once an allocation runs again on a path, a write through a pointer computed from it since
+    is to a new array; a pointer carried across that allocation by a phi (`prev = a` in a
+    loop) may still address the old one, so a write through a phi the allocation does not
+    dominate counts (`_renewed`)."""
     block = call.block
     assert block is not None
-    work = [(block, block.instructions.index(call) + 1, False)]
+    facts = _Facts(block)
+    work = [(block, block.instructions.index(call) + 1, frozenset())]
     seen = set()
     while work:
-        blk, start, carried_only = work.pop()
+        blk, start, renewed = work.pop()
         for inst in blk.instructions[start:]:
-            if len(leaves) == 1 and inst is leaves[0]:
-                carried_only = True
-            if (_may_write(inst, leaves, targets or written_arguments, carried_only)
+            if any(inst is leaf for leaf in leaves):
+                renewed = renewed | {inst}
+            elif (_may_write(inst, leaves, renewed, facts, targets or written_arguments)
                     and not (allowed is not None and allowed(call, inst))):
                 return True
         for succ in blk.successors():
-            if (succ, carried_only) not in seen and (succ, False) not in seen:
-                seen.add((succ, carried_only))
-                work.append((succ, 0, carried_only))
+            if (succ, renewed) not in seen:
+                seen.add((succ, renewed))
+                work.append((succ, 0, renewed))
     return False
 
 
-def _may_write(inst: Instruction, leaves: list[Value],
-               call_targets: Callable[[Instruction], list[Value]], carried_only: bool) -> bool:
+class _Facts:
+    """The dominator tree of a function, computed when first needed."""
+
+    def __init__(self, block: Block) -> None:
+        self.function = block.function
+        self._idom: dict | None = None
+
+    def strictly_dominates(self, inst: Instruction, block: Block) -> bool:
+        """Whether `inst` runs before the start of `block` on every path to it."""
+        if self._idom is None:
+            self._idom = dominators(self.function)
+        return inst.block is not block and dominates(self._idom, inst.block, block)
+
+
+def _may_write(inst: Instruction, leaves: list[Value], renewed: frozenset, facts: _Facts,
+               call_targets: Callable[[Instruction], list[Value]]) -> bool:
     if inst.opcode == "store":
         targets = [inst.operands[1]]
     elif inst.opcode == "call" and role_of(inst) is not Role.RAW_FREE:   # frees no kept array
@@ -80,20 +98,53 @@ def _may_write(inst: Instruction, leaves: list[Value],
     else:
         return False
     # Every memory a target may address (through phis and selects of pointers too).
-    return any(_may_be_leaf(base, leaves) for target in targets
-               for base in pointer_bases(target, carried_only))
+    return any(_may_be_leaf(base, leaves, renewed, phis, facts) for target in targets
+               for base, phis in _bases_with_phis(target))
 
 
-def _may_be_leaf(base: Value, leaves: list[Value]) -> bool:
+def _bases_with_phis(ptr: Value) -> list[tuple[Value, frozenset]]:
+    """`pointer_bases(ptr)`, each with the blocks of the phis passed on the ways to it (their
+    union over all ways: one walk per value and growth of its set)."""
+    reached: dict[int, tuple[Value, frozenset]] = {}
+    work: list[tuple[Value, frozenset]] = [(ptr, frozenset())]
+    while work:
+        p, phis = work.pop()
+        known = reached.get(id(p))
+        if known is not None:
+            if phis <= known[1]:
+                continue
+            phis = phis | known[1]
+        reached[id(p)] = (p, phis)
+        if isinstance(p, Instruction) and p.opcode in ("getelementptr", "bitcast",
+                                                       "addrspacecast", "freeze"):
+            work.append((p.operands[0], phis))
+        elif isinstance(p, Instruction) and p.opcode == "phi":
+            work.extend((op, phis | {p.block}) for op in p.operands)
+        elif isinstance(p, Instruction) and p.opcode == "select":
+            work.extend((op, phis) for op in p.operands[1:])
+    return [(v, phis) for v, phis in reached.values() if not (
+        isinstance(v, Instruction)
+        and v.opcode in ("getelementptr", "bitcast", "addrspacecast", "freeze", "phi", "select"))]
+
+
+def _may_be_leaf(base: Value, leaves: list[Value], renewed: frozenset, phis: frozenset,
+                 facts: _Facts) -> bool:
     if addresses_nothing(base):     # null or poison on a path that writes nothing
         return False
-    if any(base is leaf for leaf in leaves):
-        return True
-    if role_of(base) is Role.HANDLE_DATA:
-        return any(base.operands[0] is leaf for leaf in leaves)  # type: ignore[union-attr]
+    leaf = next((leaf for leaf in leaves if base is leaf or role_of(base) is Role.HANDLE_DATA
+                 and base.operands[0] is leaf), None)  # type: ignore[union-attr]
+    if leaf is not None:
+        return not _renewed(leaf, renewed, phis, facts)
     # Memory of unknown origin may be anything (Numba's globals are constants).
     return not (isinstance(base, (Argument, GlobalRef)) or is_local_allocation(base)
                 or _is_fresh(base) or isinstance(base, Instruction) and base.opcode == "alloca")
+
+
+def _renewed(leaf: Value, renewed: frozenset, phis: frozenset, facts: _Facts) -> bool:
+    """Whether a pointer into `leaf` reached through phis in blocks `phis` addresses the array
+    of its latest run, which is a new one (`leaf` ran again after the call): values computed
+    since it ran are recomputed from it, and so are phis of blocks it strictly dominates."""
+    return leaf in renewed and all(facts.strictly_dominates(leaf, b) for b in phis)
 
 
 def _is_fresh(v: Value) -> bool:

@@ -38,3 +38,29 @@ def test_print_types_marks_reinterpreted_memory():
     lines = {line.split()[0]: line for line in text.splitlines()[1:]}
     assert "double" in lines["%a"] and "mixed" not in lines["%a"]
     assert "mixed float/int" in lines["%b"] and "i64" in lines["%b"]
+
+
+PHIS = """
+define void @g(ptr %a, ptr %b, i1 %c) {
+entry:
+  br i1 %c, label %left, label %join
+left:
+  br label %join
+join:
+  %p = phi ptr [ %a, %entry ], [ %b, %left ]
+  %q = phi ptr [ %b, %entry ], [ %a, %left ]
+  store double 1.0, ptr %p
+  ret void
+}
+"""
+
+
+def test_accesses_through_a_phi_type_every_base_behind_it():
+    """A copy of `%q` (a phi of the same arrays, accessed only through `%p`) knows they hold
+    doubles."""
+    fn = parse_function(PHIS)
+    a, b, _ = fn.args
+    q = next(i for i in fn.instructions() if i.name == "q")
+    info = analyze_memory_types(fn)
+    assert info.element(a) == DOUBLE and info.element(b) == DOUBLE
+    assert info.float_element(q) == DOUBLE
