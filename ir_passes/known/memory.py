@@ -55,6 +55,20 @@ def noalias_argument(ptr: Value) -> Argument | None:
     return ptr if isinstance(ptr, Argument) and "noalias" in ptr.attrs.split() else None
 
 
+def pointer_sources(p: Value) -> list[Value] | None:
+    """The values pointer `p` is computed from: the base of address arithmetic, the incoming
+    values of a phi, the choices of a select; None when `p` is a base itself."""
+    if not isinstance(p, Instruction):
+        return None
+    if p.opcode in ("getelementptr", "bitcast", "addrspacecast", "freeze"):
+        return [p.operands[0]]
+    if p.opcode == "phi":
+        return p.operands
+    if p.opcode == "select":
+        return p.operands[1:]
+    return None
+
+
 def pointer_bases(ptr: Value) -> list[Value]:
     """The values a pointer is derived from through address arithmetic, phis and selects."""
     seen: set[int] = set()
@@ -65,13 +79,9 @@ def pointer_bases(ptr: Value) -> list[Value]:
         if id(p) in seen:
             continue
         seen.add(id(p))
-        if isinstance(p, Instruction) and p.opcode in ("getelementptr", "bitcast",
-                                                       "addrspacecast", "freeze"):
-            work.append(p.operands[0])
-        elif isinstance(p, Instruction) and p.opcode == "phi":
-            work.extend(p.operands)
-        elif isinstance(p, Instruction) and p.opcode == "select":
-            work.extend(p.operands[1:])
+        sources = pointer_sources(p)
+        if sources is not None:
+            work.extend(sources)
         elif not any(b is p for b in bases):
             bases.append(p)
     return bases

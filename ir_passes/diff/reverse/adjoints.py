@@ -82,9 +82,9 @@ class Adjoints:
             return undo_resize(st.b, st.module, self.avail.shadow(ctx, inst.operands[0]))
         if inst in st.allocs:   # the shadow array is not needed before this point
             shadow, slots = self.avail.shadow(ctx, inst), st.kept_allocations.get(inst)
-            if slots is None and inst in st.plan.live_arrays:   # held until here (`augmented`)
-                held_reference(st.b, st.module, self.avail.value(ctx, inst), Role.DECREF)
             if slots is None:
+                if inst in st.plan.live_arrays:     # held until here (`augmented`)
+                    held_reference(st.b, st.module, self.avail.value(ctx, inst), Role.DECREF)
                 return release(st.b, st.module, shadow)
             size = self.avail.value(ctx, inst.operands[0])
             park_shadow(st.b, st.module, slots[1], shadow, size)

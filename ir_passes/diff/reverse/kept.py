@@ -11,6 +11,7 @@ from typing import Callable
 
 from ...analysis.cfg import dominates, dominators
 from ...ir.values import Argument, Block, GlobalRef, Instruction, Value
+from ...known.memory import pointer_sources
 from ..common import addresses_nothing
 from ..held_references import held_reference
 from ...known.model import (Role, call_record, is_local_allocation, role_of,
@@ -115,16 +116,10 @@ def _bases_with_phis(ptr: Value) -> list[tuple[Value, frozenset]]:
                 continue
             phis = phis | known[1]
         reached[id(p)] = (p, phis)
-        if isinstance(p, Instruction) and p.opcode in ("getelementptr", "bitcast",
-                                                       "addrspacecast", "freeze"):
-            work.append((p.operands[0], phis))
-        elif isinstance(p, Instruction) and p.opcode == "phi":
-            work.extend((op, phis | {p.block}) for op in p.operands)
-        elif isinstance(p, Instruction) and p.opcode == "select":
-            work.extend((op, phis) for op in p.operands[1:])
-    return [(v, phis) for v, phis in reached.values() if not (
-        isinstance(v, Instruction)
-        and v.opcode in ("getelementptr", "bitcast", "addrspacecast", "freeze", "phi", "select"))]
+        if isinstance(p, Instruction) and p.opcode == "phi":
+            phis = phis | {p.block}
+        work.extend((source, phis) for source in pointer_sources(p) or ())
+    return [(v, phis) for v, phis in reached.values() if pointer_sources(v) is None]
 
 
 def _may_be_leaf(base: Value, leaves: list[Value], renewed: frozenset, phis: frozenset,

@@ -93,8 +93,9 @@ class ReversePlan:
         self.reloads = reloads
         self.recurrences: dict[Instruction, Any] = {}   # set by the synthesizer (recurrences.py)
         self._reloadable: dict[int, bool] = {}
-        # allocation calls whose arrays live until their own reverse (kept between calls:
-        # `parked_shadows.py`), set by the synthesizer before it asks `reloadable`
+        # allocation calls whose arrays live until their own reverse (kept between calls in
+        # slots, or held by a reference: `state.py`), set by the synthesizer before it asks
+        # `reloadable`
         self.live_arrays: frozenset[Instruction] = frozenset()
         self._recomputable_memo: dict[tuple[int, int, int], bool] = {}
         self._leaving: dict[int, frozenset[Block]] = {}

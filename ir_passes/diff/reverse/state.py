@@ -93,8 +93,8 @@ class ReverseState:
         self.owned = (Tape(module, self.fn, self.entry, "owned", parked=False)
                       if spec.split else None)
         self.owned_pushes: dict[Block, list[Value]] = {}
-        # kept temporaries' owners taken so far (entry slots), and the exits that skip the
-        # reverse (the first release call of each): what they drop (`unreversed.py`)
+        # owners of temporaries kept or held, taken so far (entry slots), and the exits that
+        # skip the reverse (the first release call of each): what they drop (`unreversed.py`)
         self.kept_owners: list[Instruction] = []
         self.unreversed_exits: list[Instruction] = []
         self.tables = Tables(self)                      # values kept in tables (tables.py)
@@ -105,9 +105,10 @@ class ReverseState:
         self.kept_between_calls = once if not returns_memory(self.primal, self.retptr) \
             else frozenset()
         if spec.split is None:
-            users = self.primal.users()
+            in_loops = self.allocs - once
+            users = self.primal.users() if in_loops else {}
             self.plan.live_arrays = once | frozenset(
-                a for a in self.allocs - once if _read_in_inner_loops(self.plan, a, users))
+                a for a in in_loops if _read_in_inner_loops(self.plan, a, users))
         else:
             self.plan.live_arrays = self.kept_between_calls
         # allocations kept between calls -> slots of the primal array and of its shadow

@@ -7,8 +7,9 @@ calls and their shadows (parked in their slots again), the shadows of other temp
 the reverse of their allocation), and the references that keep an array a call's reverse
 reads alive (`kept.hold_until_reverse`). An exit that skips the reverse drops, so that they
 do not leak on every raise (the next call allocates what a slot then lacks):
-- the kept temporaries and their shadows taken so far, each in an entry stack slot (null
-  until taken), outside split mode;
+- outside split mode, the temporaries kept between calls and their shadows, and the
+  temporaries run once per call held for reloads (`ReversePlan.live_arrays`), each taken
+  so far in an entry stack slot (null until taken);
 - in split mode, everything on the owned list (a tape of owners, `state.owned`), which the
   state's destructor drops too.
 Not yet: outside split mode, the shadows of temporaries allocated in loops (and references
@@ -17,10 +18,10 @@ held for calls reading them) leak on a raise, as the primal leaks its own tempor
 """
 from __future__ import annotations
 
-from ...ir.builder import Builder, counted_loop, declare
+from ...ir.builder import Builder, counted_loop
 from ...ir.types import I64, PTR, VOID, FunctionType
 from ...ir.values import Function, Module, Value, const_int
-from ...known.model import Role, runtime_call
+from ..shadows import release
 from .state import ReverseState
 
 RELEASE_LISTED = "enzyme_py.owned.release"
@@ -33,8 +34,7 @@ def release_unreversed(st: ReverseState) -> None:
         b = Builder()
         b.position_before(first_release)
         for slot in st.kept_owners:
-            b.call(declare(st.module, runtime_call(Role.DECREF).name, VOID, [PTR]),
-                   [b.load(PTR, slot)], VOID)
+            release(b, st.module, b.load(PTR, slot))
         if st.owned is not None:
             release_listed(b, st.module, b.load(PTR, st.owned.base), b.load(PTR, st.owned.top))
 
@@ -54,9 +54,8 @@ def _release_listed_function(module: Module) -> Function:
     base, top = fn.args
     b = Builder(fn.add_block("entry"))
     used = b.sub(b.cast("ptrtoint", top, I64), b.cast("ptrtoint", base, I64))
-    decref = declare(module, runtime_call(Role.DECREF).name, VOID, [PTR])
-    counted_loop(b, b.binop("lshr", used, const_int(I64, 3)), lambda b, i: b.call(
-        decref, [b.load(PTR, b.gep(PTR, base, [i]))], VOID))
+    counted_loop(b, b.binop("lshr", used, const_int(I64, 3)), lambda b, i: release(
+        b, module, b.load(PTR, b.gep(PTR, base, [i]))))
     b.ret()
     module.add_function(fn)
     return fn
