@@ -56,37 +56,3 @@ KERNELS = [
 @pytest.mark.parametrize("kernel, check", kernel_checks(KERNELS, CHECKS))
 def test_derivatives(kernel, check):
     run_check(kernel, check)
-
-
-def test_dot_of_an_array_written_later_is_refused():
-    from enzyme_py import UnsupportedError, derive_diff
-
-    def f(a, b):
-        s = np.dot(a, b)
-        a[0] = 0.0                               # the reverse pass would need the old a
-        return s
-
-    d = derive_diff(f, None, ("dup", "dup"))
-    with pytest.raises(UnsupportedError, match="np.dot of an array the function also writes"):
-        d(np.ones(3), np.zeros(3), np.ones(3), np.zeros(3))
-
-
-def test_dot_of_a_fresh_array_written_in_the_next_iteration_is_refused():
-    """Each iteration makes a new h, but `h_prev` carries the last one into the next
-    iteration, which writes it after the allocation ran again: the reverse of the earlier
-    np.dot would read the changed array (this gave a wrong gradient, not an error)."""
-    from enzyme_py import UnsupportedError, derive_diff
-
-    def carried(x, w):
-        s = 0.0
-        h_prev = np.zeros(3)
-        for r in range(x.shape[0]):
-            h = np.sin(x[r]) * w
-            h_prev[0] = 2.0
-            s += np.dot(h, h)
-            h_prev = h
-        return s
-
-    with pytest.raises(UnsupportedError, match="np.dot of an array the function also writes"):
-        derive_diff(carried, None, ("dup", "dup"))(
-            np.ones((4, 3)), np.zeros((4, 3)), np.ones(3), np.zeros(3))

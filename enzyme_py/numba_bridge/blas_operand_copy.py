@@ -1,17 +1,23 @@
 """Copies of matrix-product operands whose memory the reverse pass cannot keep
-(`KnownCall.prepare` of dot, gemv and gemm): an operand that is now an argument, now an array
-the function allocated (a phi of both, as in Numba's loop for `np.linalg.matrix_power(A, n)`,
-|n| >= 4, whose running power starts as A). The product reads a fresh copy instead, released
-after the call; the reverse pass keeps the copy alive as it keeps any allocated operand. The
-copy is a call of `enzyme_py.operand_copy.<type>(dst, src, count)`, a memcpy whose record
-(`COPY_RECORD`) knows the element type: its adjoint adds d_dst into d_src. Other operands stay
-as they are; in forward mode the copy costs a little and changes nothing."""
+(`KnownCall.prepare` of dot, gemv and gemm), as Enzyme caches overwritten BLAS operands:
+- an operand that is now an argument, now an array the function allocated (a phi of both, as
+  in Numba's loop for `np.linalg.matrix_power(A, n)`, |n| >= 4, whose running power starts
+  as A);
+- an operand the function writes after the product (`w -= lr * X.T @ (X @ w - y)` in a
+  gradient-descent loop: `w` is read by `X @ w`, then updated), an argument or an array it
+  allocated (`written_after`, the walk the reverse pass's own check uses).
+The product reads a fresh copy instead, released after the call; the reverse pass keeps the
+copy alive as it keeps any allocated operand (one copy per call executed: the memory a tape
+would take). The copy is a call of `enzyme_py.operand_copy.<type>(dst, src, count)`, a memcpy
+whose record (`COPY_RECORD`) knows the element type: its adjoint adds d_dst into d_src. Other
+operands stay as they are; in forward mode the copy costs one pass over the operand and
+changes nothing."""
 from __future__ import annotations
 
-from ir_passes.diff.reverse.kept import local_owner
+from ir_passes.diff.reverse.kept import local_owner, written_after
 from ir_passes.ir.builder import Builder, declare
 from ir_passes.ir.types import DOUBLE, FLOAT, I1, I64, PTR, VOID, FloatType, FunctionType, size_of
-from ir_passes.ir.values import Function, Instruction, Module, Value, const_int
+from ir_passes.ir.values import Argument, Function, Instruction, Module, Value, const_int
 from ir_passes.known.generic import copy_adjoint_function, zero_memory
 from ir_passes.known.memory import pointer_bases
 from ir_passes.known.model import Flow, ForwardCalls, KnownCall, ReverseCalls
@@ -25,20 +31,28 @@ _TYPES = {str(t): t for t in (DOUBLE, FLOAT)}
 Operand = tuple[int, Value, Value, Value]
 
 
-def _mixed(v: Value) -> bool:
-    """Memory of several origins that are not all arrays the function allocated."""
-    return len(pointer_bases(v)) > 1 and local_owner(v) is None
+def _not_kept(inst: Instruction, v: Value) -> bool:
+    """Whether the reverse of product `inst` could not read operand `v` as it was at `inst`:
+    memory of several origins that are not all arrays the function allocated, or memory the
+    function writes after `inst`."""
+    owned = local_owner(v)
+    if owned is not None:
+        return written_after(inst, owned[1])
+    bases = pointer_bases(v)
+    if len(bases) > 1:
+        return True
+    return isinstance(bases[0], Argument) and written_after(inst, bases)
 
 
 def copy_mixed_operands(module: Module, inst: Instruction, t: FloatType | None,
                         operands: tuple[Operand, ...]) -> None:
-    """Copy the `operands` of `inst` (floats `t`) that `_mixed` finds, before `inst`; release
-    the copies after it."""
+    """Copy the `operands` of `inst` (floats `t`) that `_not_kept` finds, before `inst`;
+    release the copies after it."""
     if t is None:
         return                  # complex: the record's check refuses it
     owners = []
     for pos, ld, rows, cols in operands:
-        if not _mixed(inst.operands[pos]):
+        if not _not_kept(inst, inst.operands[pos]):
             continue
         b = Builder()
         b.position_before(inst)

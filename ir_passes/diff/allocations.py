@@ -143,8 +143,8 @@ def _refuse_escapes(fn: Function, allocs: set[Instruction], diag: Diagnostics,
             continue
         escaping = next((op for op in inst.operands if op in meminfos), None)
         if escaping is not None and not _listed_array(fn, inst, _origin(escaping, allocs)):
-            raise diag.unsupported(*_escape_message(fn, inst, retptr),
-                                   located=_origin(escaping, allocs))
+            origin = _origin(escaping, allocs)
+            raise diag.unsupported(*_escape_message(fn, inst, retptr, origin), located=origin)
 
 
 def _listed_array(fn: Function, inst: Instruction, origin: Instruction | None) -> bool:
@@ -173,11 +173,16 @@ def _origin(meminfo: Value, allocs: set[Instruction]) -> Instruction | None:
     return None
 
 
-def _escape_message(fn: Function, inst: Instruction,
-                    retptr: Value | None) -> tuple[str, Instruction, str]:
+def _escape_message(fn: Function, inst: Instruction, retptr: Value | None,
+                    origin: Instruction | None) -> tuple[str, Instruction, str]:
     what = "an array holding active values escapes the function: "
     hint = ("not supported yet: compute the result with explicit loops into an output array "
             "argument marked 'dup', or into a temporary from np.empty")
+    if inst.opcode == "store" and role_of(origin) is Role.HANDLE_VARSIZE:
+        return ("a list holding active values is stored into another list (a list of lists, "
+                "as np.array([[a, b], [c, d]]) builds from active scalars)", inst,
+                "not supported yet: fill an array from np.empty instead (M = np.empty((2, 2)); "
+                "M[0, 0] = a; M[0, 1] = b; ...)")
     if inst.opcode == "store" and retptr is not None and pointer_base(inst.operands[1]) is retptr:
         return ("a returned array holds active values, but the return value is not "
                 "differentiated (ret='const')", inst,

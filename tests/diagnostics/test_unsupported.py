@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from enzyme_py import EnzymePyError, UnsupportedError, derive_diff
-from tests.support.gradcheck import check_forward, check_reverse
+from tests.support.gradcheck import check_forward, check_inner_product, check_reverse
 
 
 def _marker_lines() -> dict[str, int]:
@@ -60,6 +60,35 @@ def pick(a, b, flag):
 def temporaries_in_a_list(a):
     rows = [[a[0] * 2.0, a[1] * 3.0]]  # diag:escape
     return rows[0][1]
+
+
+@numba.njit
+def _rotation(t):
+    c, s = np.cos(t), np.sin(t)
+    return np.array([[c, -s], [s, c]])
+
+
+def rotate_nested(t, x):
+    R = _rotation(t)  # diag:nested-array
+    y = R @ x
+    return y[0] * y[1]
+
+
+@numba.njit
+def _rotation_filled(t):
+    """The fix the nested-array message gives: an array from np.empty, filled."""
+    c, s = np.cos(t), np.sin(t)
+    R = np.empty((2, 2))
+    R[0, 0] = c
+    R[0, 1] = -s
+    R[1, 0] = s
+    R[1, 1] = c
+    return R
+
+
+def rotate_filled(t, x):
+    y = _rotation_filled(t) @ x
+    return y[0] * y[1]
 
 
 def int_view(a):
@@ -124,7 +153,10 @@ CASES = [
          ("may address either shadowed or unshadowed memory", "select", "array 'b' is const"),
          hint=("dup",)),
     Case("escape", temporaries_in_a_list, ("dup",), lambda: (np.ones(3),),
-         ("an array holding active values escapes the function", "store ptr")),
+         ("a list holding active values is stored into another list", "store ptr"),
+         hint=("np.empty",)),
+    Case("nested-array", rotate_nested, ("active", "dup"), lambda: (0.3, np.ones(2)),
+         ("np.array([[a, b], [c, d]])", "store ptr"), hint=("np.empty((2, 2))",)),
     Case("array-list", list_of_arrays, ("dup", "const"), lambda: (np.ones(3), np.ones(3)),
          ("an array without a derivative (const, or not yet written with active values) put "
           "in a list that also holds arrays with one", "store ptr"), hint=("mark them dup",)),
@@ -235,6 +267,13 @@ def test_the_workaround_for_a_const_scratch_array_works():
     dx = np.zeros(3)
     df(x, dx, np.zeros(3), np.zeros(3))
     np.testing.assert_allclose(dx, 8.0 * x)               # d/dx sum (2x)^2
+
+
+def test_the_workaround_for_a_nested_np_array_works():
+    """The fix the nested-array message gives (a helper filling np.empty), in both modes."""
+    check_forward(rotate_filled, (0.3, np.array([1.0, 2.0])))
+    check_reverse(rotate_filled, (0.3, np.array([1.0, 2.0])))
+    check_inner_product(rotate_filled, (0.3, np.array([1.0, 2.0])))
 
 
 def test_the_pointer_select_works_when_both_arrays_are_dup():
