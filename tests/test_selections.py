@@ -213,3 +213,22 @@ def test_strong_zero_is_part_of_the_cache_key():
 def test_strong_zero_must_be_a_bool():
     with pytest.raises(TypeError, match="strong_zero"):
         derive_diff(masked_distance, None, "dup,dup,dup", strong_zero=1)
+
+
+def test_helpers_pass_strong_zero():
+    """grad / value_and_grad / jacobian / hvp take strong_zero too: NaN without it, the
+    gradient w·sign(a - b) (0 at the padding) with it."""
+    from enzyme_py import grad, hvp, jacobian, value_and_grad
+    a, b, w = _masked_args()
+    assert np.isnan(grad(masked_distance)(a, b, w)).any()
+    got = grad(masked_distance, strong_zero=True)(a, b, w)
+    assert np.isfinite(got).all() and np.allclose(got, np.sign(a - b) * w, rtol=1e-12)
+    value, g = value_and_grad(masked_distance, strong_zero=True)(a, b, w)
+    assert np.array_equal(g, got)
+    assert np.array_equal(jacobian(masked_distance, mode="reverse", strong_zero=True)(a, b, w),
+                          got)
+    assert np.allclose(jacobian(masked_distance, mode="forward", strong_zero=True)(a, b, w),
+                       got, rtol=1e-12)
+    assert np.isnan(hvp(masked_distance)(a, b, w, np.ones(4))).any()
+    assert np.allclose(hvp(masked_distance, strong_zero=True)(a, b, w, np.ones(4)), 0.0,
+                       atol=1e-9)      # w |a - b| is piecewise linear in a
