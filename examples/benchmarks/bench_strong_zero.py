@@ -1,4 +1,4 @@
-"""What `strong_zero=True` costs: derivative time with it over without, on bench_kernels.py's kernels.
+"""What `strong_zero=True` costs: derivative time with it over without, on bench_kernels' kernels.
 
 Run:  python examples/benchmarks/bench_strong_zero.py [--repeats N] [--only NAME]
 

@@ -234,10 +234,12 @@ def _fma(m, args, res):
     return [b, a, m.const(c, 1.0)]
 
 
-@defselect("llvm.minnum", "llvm.maxnum", "llvm.minimum", "llvm.maximum", "fmin", "fmax")
+@defselect("llvm.minnum", "llvm.maxnum", "llvm.minimum", "llvm.maximum", "llvm.minimumnum",
+           "llvm.maximumnum", "fmin", "fmax", "fminimum", "fmaximum", "fminimum_num",
+           "fmaximum_num")
 def _min_max(m, args, res):
     # The result is one of the operands: the first when it equals it (so on a tie too), else
-    # the second (also when minnum/maxnum skip a NaN first operand).
+    # the second (also when minnum/maxnum/..._num skip a NaN first operand).
     a, b = args
     return [Arm(m.fcmp("oeq", res, a), 0), Arm(None, 1)]
 

@@ -1,12 +1,19 @@
 /* Selections (fmax/fmin, fabs, copysign, ?:) whose unpicked operand has an infinite partial
    (sqrt(fabs(x)) at x = 0), and kernels where a zero tangent or adjoint meets an infinite
    partial (strong_zero): tests/unit/enzyme_py/c/test_selections.py. */
+#define _GNU_SOURCE     /* C23's fmaximum_num / fminimum in glibc's math.h */
 #include <math.h>
 #include <stdlib.h>
 
 double fmax_root(double x, double y) { return fmax(sqrt(fabs(x)), y); }
 
 double fmin_root(double x, double y) { return fmin(y, -sqrt(fabs(x))); }
+
+/* fmaximum_num is llvm.maximumnum from -O0 on; fminimum stays a libm call */
+double c23_min_max(double x, double y) {
+    double r = sqrt(fabs(x));
+    return fmaximum_num(r, y) + fminimum(y - 2.0, -r) + fmaximum(x, y) * fminimum_num(y, x);
+}
 
 double ternary_chain(double x, double y, double z) {
     double r = sqrt(fabs(x));

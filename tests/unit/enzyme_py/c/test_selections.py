@@ -23,6 +23,7 @@ _D, _I, _P = ctypes.c_double, ctypes.c_int, ctypes.c_void_p
 SIGNATURES = {
     "fmax_root": (_D, [_D, _D]), "fmin_root": (_D, [_D, _D]),
     "ternary_chain": (_D, [_D, _D, _D]), "sign_ops": (_D, [_D, _D]),
+    "c23_min_max": (_D, [_D, _D]),
     "padded_variation": (_D, [_P, _I, _I]), "masked_distance": (_D, [_P, _P, _P, _I]),
 }
 LEVELS = ("-O0", "-O1", "-O2")
@@ -53,23 +54,27 @@ def kernels() -> dict:
     """The kernels gradcheck calls (Numba compiles them: the ctypes functions are closure
     variables), named `k_<C name>` (`c_derive` derives the C function of that name)."""
     lib = shared_library(SOURCE, SIGNATURES)
-    fmax_root, fmin_root, ternary_chain, sign_ops, padded_variation, masked_distance = (
+    fmax_root, fmin_root, ternary_chain, sign_ops, c23_min_max = (
         getattr(lib, name) for name in ("fmax_root", "fmin_root", "ternary_chain", "sign_ops",
-                                        "padded_variation", "masked_distance"))
+                                        "c23_min_max"))
+    padded_variation, masked_distance = lib.padded_variation, lib.masked_distance
 
     def k_fmax_root(x, y): return fmax_root(x, y)
     def k_fmin_root(x, y): return fmin_root(x, y)
     def k_ternary_chain(x, y, z): return ternary_chain(x, y, z)
     def k_sign_ops(x, y): return sign_ops(x, y)
+    def k_c23_min_max(x, y): return c23_min_max(x, y)
     def k_padded_variation(x, n, n_pad): return padded_variation(x.ctypes, n, n_pad)
     def k_masked_distance(a, b, w, n): return masked_distance(a.ctypes, b.ctypes, w.ctypes, n)
     return {f.__name__[2:]: f for f in (k_fmax_root, k_fmin_root, k_ternary_chain, k_sign_ops,
-                                        k_padded_variation, k_masked_distance)}
+                                        k_c23_min_max, k_padded_variation, k_masked_distance)}
 
 
 CASES = [
     ("fmax_root", (0.0, 1.3)),
     ("fmin_root", (0.0, -0.7)),
+    ("c23_min_max", (0.0, 1.3)),
+    ("c23_min_max", (0.5, -0.3)),
     ("ternary_chain", (0.0, 0.8, 1.7)),
     ("ternary_chain", (0.0, 0.8, -1.7)),
     ("sign_ops", (0.3, -1.2)),

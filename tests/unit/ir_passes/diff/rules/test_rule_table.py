@@ -99,7 +99,9 @@ CASES: dict[str, Case] = {
     **both("fma", case((1.5, -2.0, 0.7), (0.3, 4.0, -1.0))),
     "llvm.fmuladd": case((1.5, -2.0, 0.7), (0.3, 4.0, -1.0)),
     **{name: case((1.5, -2.0), (-0.7, 3.0), (2.0, 2.5))
-       for name in ("llvm.minnum", "llvm.maxnum", "llvm.minimum", "llvm.maximum", "fmin", "fmax")},
+       for name in ("llvm.minnum", "llvm.maxnum", "llvm.minimum", "llvm.maximum",
+                    "llvm.minimumnum", "llvm.maximumnum", "fmin", "fmax", "fminimum",
+                    "fmaximum", "fminimum_num", "fmaximum_num")},
     "select": case((1, 1.5, -2.0), (0, 1.5, -2.0), ints=(0,)),
     # special functions (lgamma / gamma at negative x exercise digamma's reflection)
     "erf": case((0.3,), (-1.2,), (1.5,)),
