@@ -30,13 +30,14 @@ class ActivitySpec:
     width: int
     return_primal: bool
     split: bool = False     # mode="split": reverse mode cut into forward and reverse halves
+    strong_zero: bool = False   # 0 * inf = 0 in the derivative (API.md, `derive_diff`)
 
     def shadowed(self, i: int) -> bool:
         return self.activities[i].has_shadow
 
 
 def parse_spec(pyfunc, activities, mode: str, ret, width: int,
-               return_primal: bool, names=None) -> ActivitySpec:
+               return_primal: bool, names=None, strong_zero: bool = False) -> ActivitySpec:
     """`names`: how to call the parameters in messages, if not by `pyfunc`'s own names (a
     derivative's parameters are generated; its argument labels are given instead)."""
     split = mode == "split"
@@ -66,7 +67,8 @@ def parse_spec(pyfunc, activities, mode: str, ret, width: int,
     if return_primal and mode != "reverse":
         raise ActivityError("return_primal is for reverse mode; forward mode returns the "
                             "primal value already")
-    return ActivitySpec(tuple(params), tuple(acts), mode, ret_act, width, return_primal, split)
+    return ActivitySpec(tuple(params), tuple(acts), mode, ret_act, width, return_primal, split,
+                        strong_zero)
 
 
 def _parse_ret(ret, mode: str) -> Activity | tuple[Activity, ...] | None:

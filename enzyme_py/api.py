@@ -32,7 +32,7 @@ from .tape import claim, make_tape
 def derive_diff(f, name: str | None, activities, mode: str = "reverse", *,
                 ret: str | tuple[str, ...] | None = None, return_primal: bool = False,
                 width: int = 1, vector_math: bool = True, cache: bool = False,
-                checkpoint: bool = False) -> Dispatcher:
+                checkpoint: bool = False, strong_zero: bool = False) -> Dispatcher:
     """The derivative of `f` (a Python function or `numba.njit` dispatcher), as a Numba
     dispatcher named `name` (default `d_<f's name>`).
 
@@ -88,6 +88,14 @@ def derive_diff(f, name: str | None, activities, mode: str = "reverse", *,
     with its trip count, by its Python file:line, and why; `enzyme-py inspect --stage tape
     --checkpoint` lists the checkpointed loops; `ir_passes/checkpoint_loops.py`).
 
+    `strong_zero=True` (off by default): a zero tangent or adjoint times an infinite or NaN
+    partial gives 0 instead of NaN (Enzyme's strong zero), e.g. the forward tangent of
+    `sqrt((a - b)**2)` where `a = b` with zero tangents (padding), or the gradient through
+    `w * sqrt(d)` with `w = 0` and `d = 0`. Costs a compare and a select per product.
+    Selections (`max`, `min`, `abs`, `math.copysign`, `np.fmax`, a conditional expression)
+    never leak the derivative of the operand they did not pick, with or without it; at a tie
+    the first operand of min/max gets the derivative, and `abs`'s derivative at 0 is +1.
+
     Errors: `ActivityError` (a ValueError) for a bad specification, raised here, or at the
     first call when it depends on types (e.g. an int passed for an "active" float);
     `ArgumentError` (an ActivityError) at a call whose arguments do not fit: missing
@@ -99,10 +107,10 @@ def derive_diff(f, name: str | None, activities, mode: str = "reverse", *,
     primal = as_dispatcher(f)
     inner = getattr(primal, "enzyme", None)         # a derivative of a derivative
     spec = parse_spec(primal.py_func, activities, mode, ret, width, return_primal,
-                      inner.argument_labels() if inner is not None else None)
+                      inner.argument_labels() if inner is not None else None, strong_zero)
     name = name or f"d_{primal.py_func.__name__}"
     for option, value in (("vector_math", vector_math), ("cache", cache),
-                          ("checkpoint", checkpoint)):
+                          ("checkpoint", checkpoint), ("strong_zero", strong_zero)):
         if not isinstance(value, bool):
             raise TypeError(f"{option} must be True or False, not {value!r}")
     if cache and spec.split:
@@ -170,12 +178,13 @@ def _ident(name: str) -> str:
 class autodiff:
     """`@autodiff(mode="reverse", args=("dup", "const"), name=None, ret=None,
     return_primal=False, width=1, vector_math=True, cache=False, checkpoint=False,
-    **njit_options)`: a primal that knows its derivative.
+    strong_zero=False, **njit_options)`: a primal that knows its derivative.
 
     Decorates a plain Python function (compiled with `numba.njit(cache=cache,
     **njit_options)`) or an existing njit dispatcher. Calling the result runs the primal;
     `.derivative` is what `derive_diff(f, name or "d_<f>", args, mode, ret=...,
-    return_primal=..., width=..., vector_math=..., cache=..., checkpoint=...)` returns (see
+    return_primal=..., width=..., vector_math=..., cache=..., checkpoint=...,
+    strong_zero=...)` returns (see
     `derive_diff` for activities, calling conventions, errors, the on-disk cache and
     checkpointing);
     `.inspect(stage)` returns the IR text of a stage ("primal", "preprocessed", "activity",
@@ -186,10 +195,10 @@ class autodiff:
     def __init__(self, fn=None, *, mode: str = "reverse", args=None, name: str | None = None,
                  ret=None, return_primal: bool = False, width: int = 1,
                  vector_math: bool = True, cache: bool = False, checkpoint: bool = False,
-                 **njit_options) -> None:
+                 strong_zero: bool = False, **njit_options) -> None:
         self._options = dict(mode=mode, args=args, name=name, ret=ret,
                              return_primal=return_primal, width=width, vector_math=vector_math,
-                             cache=cache, checkpoint=checkpoint)
+                             cache=cache, checkpoint=checkpoint, strong_zero=strong_zero)
         self._njit_options = njit_options
         self.primal = None
         self.derivative = None
@@ -206,7 +215,8 @@ class autodiff:
         self.derivative = derive_diff(self.primal, o["name"] or f"d_{pyname}", o["args"],
                                       o["mode"], ret=o["ret"], return_primal=o["return_primal"],
                                       width=o["width"], vector_math=o["vector_math"],
-                                      cache=o["cache"], checkpoint=o["checkpoint"])
+                                      cache=o["cache"], checkpoint=o["checkpoint"],
+                                      strong_zero=o["strong_zero"])
         functools.update_wrapper(self, self.primal.py_func)
 
     def __call__(self, *args):

@@ -6,6 +6,8 @@ differentiated ("active" float scalars, "dup" float arrays), the others are "con
 Array arguments in another layout than C are copied to C order first, so the gradients and
 Jacobians returned are new C-contiguous arrays.
 
+Every helper takes `strong_zero=False`, passed on to `derive_diff` (API.md).
+
 Second derivatives are reverse over forward: the reverse derivative of `x -> <f'(x), v>`
 (the forward derivative's tangent). Forward over reverse, which API.md names, works too,
 also on functions with temporary arrays holding active values (`tests/test_second_order.py`).
@@ -39,18 +41,18 @@ class _Target:
         self.args = [f"a{i}" for i in range(len(self.names))]
 
 
-def grad(f, argnums=0):
+def grad(f, argnums=0, *, strong_zero: bool = False):
     """`g(*args)`: the gradient of the float-valued `f` with respect to parameter `argnums`
     (a float or a new array), or a tuple of gradients for a tuple `argnums`."""
-    return _gradient("grad", f, argnums, with_value=False)
+    return _gradient("grad", f, argnums, with_value=False, strong_zero=strong_zero)
 
 
-def value_and_grad(f, argnums=0):
+def value_and_grad(f, argnums=0, *, strong_zero: bool = False):
     """`g(*args) -> (f(*args), grad(f, argnums)(*args))`, in one reverse pass."""
-    return _gradient("value_and_grad", f, argnums, with_value=True)
+    return _gradient("value_and_grad", f, argnums, with_value=True, strong_zero=strong_zero)
 
 
-def _gradient(helper: str, f, argnums, with_value: bool):
+def _gradient(helper: str, f, argnums, with_value: bool, strong_zero: bool):
     t = _Target(f)
     single = not isinstance(argnums, tuple)
     nums = normalize_argnums(helper, t.fname, t.names, argnums)
@@ -59,8 +61,9 @@ def _gradient(helper: str, f, argnums, with_value: bool):
         require_float_return(helper, t.fname, t.primal, argtypes,
                              "use jacobian for array results")
         acts = activities_for(helper, t.fname, t.names, argtypes, nums, "reverse")
-        df = kept(t.primal, ("grad", acts, with_value), lambda: derive_diff(
-            t.primal, f"{helper}_{t.fname}", acts, return_primal=with_value))
+        df = kept(t.primal, ("grad", acts, with_value, strong_zero), lambda: derive_diff(
+            t.primal, f"{helper}_{t.fname}", acts, return_primal=with_value,
+            strong_zero=strong_zero))
         source = _gradient_source(t, argtypes, acts, nums, single, with_value)
         return compile_impl(source, {"df": df})
 
@@ -89,7 +92,8 @@ def _gradient_source(t: _Target, argtypes: tuple, acts: tuple, nums: tuple, sing
     return "\n".join(lines) + "\n"
 
 
-def jacobian(f, argnums: int = 0, mode: str = "auto", chunk: int = CHUNK):
+def jacobian(f, argnums: int = 0, mode: str = "auto", chunk: int = CHUNK, *,
+             strong_zero: bool = False):
     """`J(*args)`: the Jacobian of `f` (returning a float or an array of floats) with respect
     to parameter `argnums` (an int), shaped `out.shape + in.shape` (a float when both are
     scalars). mode="forward": vector forward passes of `chunk` directions each;
@@ -113,11 +117,14 @@ def jacobian(f, argnums: int = 0, mode: str = "auto", chunk: int = CHUNK):
                 for m in ("forward", "reverse")}
         namespace = {"primal": t.primal}
         if mode != "reverse":
-            namespace["fwd"] = kept(t.primal, ("jacfwd", out_kind, acts["forward"], chunk),
-                                    lambda: _derived(writer, "forward", acts["forward"], chunk))
+            namespace["fwd"] = kept(t.primal, ("jacfwd", out_kind, acts["forward"], chunk,
+                                               strong_zero),
+                                    lambda: _derived(writer, "forward", acts["forward"], chunk,
+                                                     strong_zero))
         if mode != "forward":
-            namespace["rev"] = kept(t.primal, ("jacrev", out_kind, acts["reverse"]),
-                                    lambda: _derived(writer, "reverse", acts["reverse"], 1))
+            namespace["rev"] = kept(t.primal, ("jacrev", out_kind, acts["reverse"], strong_zero),
+                                    lambda: _derived(writer, "reverse", acts["reverse"], 1,
+                                                     strong_zero))
         source = _jacobian_source(t, num, argtypes, restype, mode, chunk)
         return compile_impl(source, namespace)
 
@@ -134,9 +141,10 @@ def _writer(t: _Target, out_kind: str):
     return njit_wrapper(source, "write", {"primal": t.primal}, as_name=f"{t.fname}_into")
 
 
-def _derived(writer, mode: str, acts: tuple, width: int):
+def _derived(writer, mode: str, acts: tuple, width: int, strong_zero: bool):
     prefix = "jacfwd" if mode == "forward" else "jacrev"
-    return derive_diff(writer, f"{prefix}_{writer.py_func.__name__}", acts, mode, width=width)
+    return derive_diff(writer, f"{prefix}_{writer.py_func.__name__}", acts, mode, width=width,
+                       strong_zero=strong_zero)
 
 
 def _jacobian_source(t: _Target, num: int, argtypes: tuple, restype, mode: str,
@@ -206,19 +214,19 @@ def _reverse_lines(call: str, x_array: bool) -> list[str]:
     return lines
 
 
-def hvp(f, argnums: int = 0):
+def hvp(f, argnums: int = 0, *, strong_zero: bool = False):
     """`h(*args, v)`: the Hessian of the float-valued `f` with respect to parameter
     `argnums` (an int) times `v` (shaped like that parameter), by reverse over forward."""
-    return _second_order("hvp", f, argnums)
+    return _second_order("hvp", f, argnums, strong_zero)
 
 
-def hessian(f, argnums: int = 0):
+def hessian(f, argnums: int = 0, *, strong_zero: bool = False):
     """`H(*args)`: the Hessian of the float-valued `f` with respect to parameter `argnums`
     (an int), shaped `in.shape + in.shape` (a float for a scalar), one `hvp` per column."""
-    return _second_order("hessian", f, argnums)
+    return _second_order("hessian", f, argnums, strong_zero)
 
 
-def _second_order(helper: str, f, argnums):
+def _second_order(helper: str, f, argnums, strong_zero: bool):
     t = _Target(f)
     (num,) = normalize_argnums(helper, t.fname, t.names, argnums, single_only=True)
 
@@ -227,7 +235,8 @@ def _second_order(helper: str, f, argnums):
         require_float_return(helper, t.fname, t.primal, primal_types,
                              "second derivatives are of float-valued functions")
         acts = activities_for(helper, t.fname, t.names, primal_types, (num,), "reverse")
-        hv = kept(t.primal, ("hvp", num, acts), lambda: _reverse_over_forward(t, num, acts))
+        hv = kept(t.primal, ("hvp", num, acts, strong_zero),
+                  lambda: _reverse_over_forward(t, num, acts, strong_zero))
         x_array = acts[num] == "dup"
         source = (_hvp_source if helper == "hvp" else _hessian_source)(t, num, argtypes,
                                                                       x_array)
@@ -237,17 +246,17 @@ def _second_order(helper: str, f, argnums):
     return typed_dispatcher(f"{helper}_{t.fname}", labels, make_impl)
 
 
-def _reverse_over_forward(t: _Target, num: int, acts: tuple):
+def _reverse_over_forward(t: _Target, num: int, acts: tuple, strong_zero: bool):
     """`hv(..., x, d_x, v, ...)`: the reverse derivative of the directional derivative
     `(..., x, v, ...) -> f'(x) v` (the forward derivative's tangent), H v into `d_x`."""
     forward = tuple("dup" if a == "active" else a for a in acts)
-    fwd = derive_diff(t.primal, f"t_{t.fname}", forward, "forward")
+    fwd = derive_diff(t.primal, f"t_{t.fname}", forward, "forward", strong_zero=strong_zero)
     params = _inserted(t.args, num, ["v"])
     source = f"def directional({params}):\n    return fwd({params})[1]\n"
     directional = njit_wrapper(source, "directional", {"fwd": fwd},
                                as_name=f"directional_{t.fname}")
     outer = acts[:num + 1] + ("const",) + acts[num + 1:]
-    return derive_diff(directional, f"hvp_{t.fname}", outer)
+    return derive_diff(directional, f"hvp_{t.fname}", outer, strong_zero=strong_zero)
 
 
 def _hv_call(t: _Target, num: int, x_array: bool, v: str) -> str:

@@ -53,6 +53,7 @@ def numba_target(primal: Dispatcher, spec: ActivitySpec, primal_types: tuple,
                      ret_type=None if restype == types.none else parse_type(ret_text),
                      width=spec.width, return_primal=spec.return_primal,
                      noalias_arrays=_only_checked_arrays(primal_types),
+                     strong_zero=spec.strong_zero,
                      **return_fields(spec, cap.restype))
     title = f"{primal.py_func.__qualname__} ({', '.join(str(t) for t in primal_types)})"
     return Target(title, lambda: cap.raw_text, cap.module_text, dspec, "numba",
@@ -120,7 +121,8 @@ def python_target(f, activities, mode, argtypes, ret, return_primal, width) -> T
         width = defaults.width if width == 1 else width
         return_primal = return_primal or defaults.return_primal
     mode = mode or "reverse"
-    spec = parse_spec(primal.py_func, activities, mode, ret, width, return_primal)
+    spec = parse_spec(primal.py_func, activities, mode, ret, width, return_primal,
+                      strong_zero=defaults is not None and defaults.strong_zero)
     primal_types = _argument_types(primal, argtypes)
     if len(primal_types) != len(spec.params):
         raise InspectionError(f"{primal.py_func.__name__} has {len(spec.params)} parameter(s) "

@@ -25,11 +25,13 @@ from .clang import ClangError, load_ir
 __all__ = ["CFunction", "ClangError", "derive"]
 
 
-def derive(source, fn: str, activities, mode: str = "reverse") -> CFunction:
-    """The derivative of C function `fn` of `source` as a ctypes-backed callable."""
+def derive(source, fn: str, activities, mode: str = "reverse", *,
+           strong_zero: bool = False) -> CFunction:
+    """The derivative of C function `fn` of `source` as a ctypes-backed callable
+    (`strong_zero`: as `enzyme_py.derive_diff`'s)."""
     text = load_ir(source)
     symbol = unique_symbol(derivative_symbol(mode, f"{fn}.c"))
-    built = c_derivative(text, fn, activities, mode, symbol, "auto")
+    built = c_derivative(text, fn, activities, mode, symbol, "auto", strong_zero=strong_zero)
     library = compile_library(built.module_text, f"enzyme_py.c.{fn}")
     return CFunction(built, library, os.fspath(source) if not isinstance(source, bytes)
                      else "<bitcode>")

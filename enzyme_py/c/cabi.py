@@ -20,7 +20,7 @@ no Python exceptions, so it would mean a bug, never a wrong result).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ir_passes.api import Activity, DiffSpec, Stages, parse_activity, release_symbol
 from ir_passes.errors import ActivityError, UnsupportedError
@@ -50,10 +50,11 @@ class CDerivative:
 
 
 def c_derivative(ir_text: str, fn_name: str, activities, mode: str, symbol: str,
-                 results: str = "auto", python_rules: bool = True) -> CDerivative:
+                 results: str = "auto", python_rules: bool = True,
+                 strong_zero: bool = False) -> CDerivative:
     """Differentiate `fn_name` of `ir_text` (tagged IR of a C module) into `symbol` (C ABI).
     `python_rules`: the caller runs in this process, so rules registered from Python apply
-    (and error messages may suggest them)."""
+    (and error messages may suggest them). `strong_zero`: as `derive_diff`'s."""
     ir_text = named(ir_text)
     module = parse_module(ir_text)
     primal = primal_function(module, fn_name)
@@ -63,6 +64,7 @@ def c_derivative(ir_text: str, fn_name: str, activities, mode: str, symbol: str,
     try:
         target = ir_target(print_module(module), fn_name, [a.value for a in acts], mode, "c",
                             ret, False, 1, True)
+        target = replace(target, spec=replace(target.spec, strong_zero=strong_zero))
     except InspectionError as exc:          # e.g. the inliner met recursion: say where
         check_supported(module, primal)
         raise UnsupportedError(str(exc), function=fn_name) from None

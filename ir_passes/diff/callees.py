@@ -51,8 +51,9 @@ def called_definition(module: Module, inst: Instruction) -> Function | None:
 
 
 def callee_spec(diag: Diagnostics, inst: Instruction, callee: Function, mode: str,
-                info: ActivityInfo) -> DiffSpec:
-    """The derivative of `callee` the call `inst` needs, named later by `memoised`."""
+                info: ActivityInfo, strong_zero: bool = False) -> DiffSpec:
+    """The derivative of `callee` the call `inst` needs, named later by `memoised`
+    (`strong_zero`: the caller's)."""
     _check_convention(diag, inst, callee)
     differentiated = Activity.ACTIVE if mode == "reverse" else Activity.DUP
     params = []
@@ -76,7 +77,8 @@ def callee_spec(diag: Diagnostics, inst: Instruction, callee: Function, mode: st
                                "it is inlined")
     ret = differentiated if returned else Activity.CONST
     return DiffSpec(primal=callee.name or "", name="", mode=mode, params=tuple(params),
-                    ret=ret, ret_type=_result_type(slot, returned, mode), ret_slot=slot)
+                    ret=ret, ret_type=_result_type(slot, returned, mode), ret_slot=slot,
+                    strong_zero=strong_zero)
 
 
 def _slot_type(diag: Diagnostics, inst: Instruction, callee: Function) -> Type:

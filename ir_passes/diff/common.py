@@ -6,7 +6,7 @@ from ..analysis.activity import ActivityInfo, carries_float
 from ..diagnostics import Diagnostics
 from ..errors import UnsupportedError
 from ..ir.builder import Builder
-from ..ir.values import Argument, ConstFloat, Constant, Function, Instruction, Value
+from ..ir.values import Argument, ConstFloat, Constant, Function, Instruction, Value, zero
 from ..known.calls import known_problem
 from ..known.memory import pointer_base
 from ..known.model import is_local_allocation
@@ -30,6 +30,15 @@ def scale(b: Builder, partial: Value, v: Value, width: int = 1) -> Value:
     if isinstance(partial, ConstFloat) and partial.value == -1.0:
         return b.fneg(v)
     return b.fmul(b.splat(partial, width) if width > 1 else partial, v)
+
+
+def zero_guard(b: Builder, term: Value, v: Value, zero_value: Value) -> Value:
+    """`term` (a product with tangent or adjoint `v`), or `zero_value` where `v` is zero: the
+    strong zero, so that `inf * 0` and `NaN * 0` give 0. A bare `±v` needs no guard."""
+    if term is v or (isinstance(term, Instruction) and term.opcode == "fneg"
+                     and term.operands[0] is v):
+        return term
+    return b.select(b.fcmp("oeq", v, zero(v.type)), zero_value, term)
 
 
 def rule_for(diag: Diagnostics, inst: Instruction) -> Rule:

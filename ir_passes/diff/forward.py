@@ -34,7 +34,8 @@ from ..known.model import Role, call_record, role_of
 from .allocations import meminfo_merges, shadowed_allocations
 from .common import (addresses_nothing, check_pointer_to_int, check_reinterpretation,
                      check_store, describe_memory, fast_math_of, is_poison, mixed_memory_error,
-                     refuse_known_problem_calls, rule_for, scale, unknown_shadow_pointer)
+                     refuse_known_problem_calls, rule_for, scale, unknown_shadow_pointer,
+                     zero_guard)
 from .callees import called_definition, hidden_shadows, not_inlined_callees
 from .forward_calls import forward_call, touches_derivatives
 from .forward_kept import KeptAllocations
@@ -47,6 +48,7 @@ from .returns import pack_results, release_arrays, return_slot
 from .taped_pointers import (is_taped_pointer_load, is_taped_pointer_store, reads_taped_shadows,
                              taped_shadow, vector_mode_error)
 from .rules.emitter import MathEmitter
+from .rules.selection import selected_tangent
 from .seeds import activity_seeds, is_raw_pointer
 from .shadows import (allocate_growable_shadow, allocate_shadow, call_shadow, derived_shadow,
                       free_raw, mirror_refcount, resize_shadow)
@@ -231,9 +233,6 @@ class _Forward:
             return self._load_shadow(inst)
         if op in ("fpext", "fptrunc"):
             return b.cast(op, self.tangent(inst.operands[0]), self._tangent_type(inst.type))
-        if op == "select":
-            c, x, y = inst.operands
-            return b.select(self._map(c), self.tangent(x), self.tangent(y))
         if op == "freeze":
             return self.tangent(inst.operands[0])
         if op == "extractvalue":
@@ -255,22 +254,33 @@ class _Forward:
             return self._quotient_tangent(inst, clone)
         rule = rule_for(self.diag, inst)
         args = [self._map(a) for a in inst.operands]
+        zero_t = zero(self._tangent_type(inst.type))
+        if rule.choose is not None:
+            return selected_tangent(self.b, rule.choose(self.m, args, clone),
+                                    lambda i: self.tangents.get(inst.operands[i]), zero_t)
+        assert rule.partials is not None
         partials = rule.partials(self.m, args, clone)
         total: Value | None = None
         for a, p in zip(inst.operands, partials):
             if p is None or a not in self.tangents:
                 continue
-            term = scale(self.b, p, self.tangents[a], self.width)
+            term = self._scale(p, self.tangents[a])
             total = term if total is None else self.b.fadd(total, term)
-        return total if total is not None else zero(self._tangent_type(inst.type))
+        return total if total is not None else zero_t
+
+    def _scale(self, partial: Value, t: Value) -> Value:
+        """`partial * t`; with `strong_zero`, 0 where `t` is 0 (even for an infinite or NaN
+        partial)."""
+        term = scale(self.b, partial, t, self.width)
+        return zero_guard(self.b, term, t, zero(t.type)) if self.spec.strong_zero else term
 
     def _quotient_tangent(self, inst: Instruction, clone: Instruction) -> Value:
         """`(da - q db) / b` as `(da - q db) * (1 / b)` for `q = a / b`: one multiply fewer
         than the rule's `da / b - (q / b) db`, and `1 / b` is shared by every quotient by `b`."""
         a, b = inst.operands
         inv = self.m.recip(self._map(b))
-        num = self.b.fsub(self.tangents[a], scale(self.b, clone, self.tangents[b], self.width))
-        return scale(self.b, inv, num, self.width)
+        num = self.b.fsub(self.tangents[a], self._scale(clone, self.tangents[b]))
+        return self._scale(inv, num)
 
     def _shadow_pointer(self, inst: Instruction) -> None:
         b = self.b

@@ -35,7 +35,7 @@ def forward_call(fw: _Forward, inst: Instruction, callee: Function,
     if fw.width > 1:
         raise fw.diag.unsupported(f"call to @{callee.name}, which is not inlined, in vector "
                                   "forward mode", inst, "use width=1")
-    spec = callee_spec(fw.diag, inst, callee, "forward", fw.info)
+    spec = callee_spec(fw.diag, inst, callee, "forward", fw.info, fw.spec.strong_zero)
     prepare_calls(fw.module, spec)
     tangent_fn = memoised(fw.module, spec, lambda named: _make(fw, derivative, named))
     slot = inst.operands[0]

@@ -117,6 +117,8 @@ class DiffSpec:
                                      # shadow) written overlaps no other array argument
     vector_math: frozenset[str] = frozenset()   # scalar math callees the linked derivative
                                      # calls libmvec for in vectorised loops (`vector_math`)
+    strong_zero: bool = False        # a zero tangent/adjoint times an infinite or NaN partial
+                                     # gives 0 (`common.zero_guard`), in callees too
 
     def param_of_arg(self, index: int) -> ParamSpec | None:
         for p in self.params:

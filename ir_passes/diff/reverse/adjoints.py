@@ -1,6 +1,10 @@
 """Adjoints: one zero-initialised slot per primal value, and the adjoint of each primal
 instruction (linear and aggregate operations here, the rest from the rule registry, known
-calls from their records' reverse emitters, shadow memory released where it was made)."""
+calls from their records' reverse emitters, shadow memory released where it was made).
+
+A product of a partial with a zero adjoint is zero, not NaN (`zero_guard`), for values that
+feed a `select` (computed for an arm it may not take: a guard hoisted into a select) and
+everywhere with `strong_zero`."""
 from __future__ import annotations
 
 from ...analysis.activity import carries_float
@@ -8,9 +12,10 @@ from ...ir.builder import Builder
 from ...ir.types import ArrayType, FloatType, StructType, Type
 from ...ir.values import Argument, Constant, Instruction, Value, const_float, zero
 from ...known.model import Role, call_record, role_of
-from ..common import fast_math_of, rule_for, scale
+from ..common import fast_math_of, rule_for, scale, zero_guard
 from ..listed_pointers import is_list_item_store
 from ..rules.needs import rule_needs
+from ..rules.selection import routed_adjoints
 from ..shadows import free_raw, release
 from .availability import Availability, BlockContext
 from .callees import emit_reverse_call
@@ -103,11 +108,6 @@ class Adjoints:
         elif op in ("fpext", "fptrunc"):
             back = "fptrunc" if op == "fpext" else "fpext"
             self.add(inst.operands[0], b.cast(back, adj, inst.operands[0].type))
-        elif op == "select":
-            c, x, y = inst.operands
-            cond, z = self.avail.value(ctx, c), adjoint_zero(inst.type)
-            self.add(x, b.select(cond, adj, z))
-            self.add(y, b.select(cond, z, adj))
         elif op == "freeze":
             self.add(inst.operands[0], adj)
         elif op == "extractvalue":
@@ -131,23 +131,22 @@ class Adjoints:
                 for i, o in enumerate(ops)]
         res = self.avail.value(ctx, inst) if needs_res else Constant(inst.type, "poison")
         b.fast_math = fast_math_of(inst)
-        partials = rule.partials(st.m, args, res)
-        for i in wanted:
-            p = partials[i]
-            if p is not None:
-                term = scale(b, p, adj)
-                if inst in st.speculated and term is not adj:
-                    term = self._strong_zero(term, adj)
-                self.add(ops[i], term)
+        if rule.choose is not None:
+            routed = routed_adjoints(b, rule.choose(st.m, args, res), adj,
+                                     adjoint_zero(inst.type), wanted)
+            for i, delta in routed.items():
+                self.add(ops[i], delta)
+        else:
+            assert rule.partials is not None
+            partials = rule.partials(st.m, args, res)
+            guarded = st.spec.strong_zero or inst in st.speculated
+            for i in wanted:
+                p = partials[i]
+                if p is not None:
+                    term = scale(b, p, adj)
+                    self.add(ops[i], zero_guard(b, term, adj, adjoint_zero(adj.type))
+                             if guarded else term)
         b.fast_math = ()
-
-    def _strong_zero(self, term: Value, adj: Value) -> Value:
-        """`0` when the adjoint is zero, even if the partial is NaN or infinite: for values
-        computed speculatively for a `select` that did not pick them (sqrt of a negative
-        number under a guard hoisted into a select)."""
-        b = self.st.b
-        is_zero = b.fcmp("oeq", adj, zero(adj.type))
-        return b.select(is_zero, adjoint_zero(adj.type), term)
 
     def _store(self, ctx: BlockContext, inst: Instruction) -> None:
         v, ptr = inst.operands

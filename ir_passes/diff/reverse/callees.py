@@ -99,7 +99,7 @@ class _Halves:
 
 
 def _halves_spec(st: ReverseState, inst: Instruction, callee: Function) -> DiffSpec:
-    spec = callee_spec(st.diag, inst, callee, "reverse", st.info)
+    spec = callee_spec(st.diag, inst, callee, "reverse", st.info, st.spec.strong_zero)
     prepare_calls(st.module, spec)
     grads = tuple(callee.args[p.args[0]].type for p in spec.params
                   if p.activity is Activity.ACTIVE)

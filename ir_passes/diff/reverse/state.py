@@ -18,7 +18,10 @@ from ..allocations import growable_allocations, returns_memory, shadowed_allocat
 from ..callees import hidden_shadows, not_inlined_callees
 from ..common import refuse_known_problem_calls
 from ..returns import is_exceptional_return, return_slot
+from ..rules import lookup
 from ..rules.emitter import MathEmitter
+from ..rules.math import math_rule_name
+from ..rules.selection import droppable_operands
 from ..seeds import activity_seeds, is_raw_pointer, known_element_types
 from ..signature import build_signature
 from ..spec import Activity, DiffSpec
@@ -179,11 +182,11 @@ class ReverseState:
 
 
 def _feeding_selects(fn: Function) -> set[Instruction]:
-    """Instructions whose results flow into a value operand of a `select`: they may have
-    been computed for the arm the select did not take."""
+    """Instructions whose results flow into an operand a selection may not pick (a value
+    operand of a `select`, either operand of fmax, the sign of copysign): they may have been
+    computed for the arm the selection did not take, and their adjoint be an exact zero."""
     out: set[Instruction] = set()
-    work: list[Value] = [op for inst in fn.instructions() if inst.opcode == "select"
-                         for op in inst.operands[1:]]
+    work: list[Value] = [op for inst in fn.instructions() for op in _droppable(inst)]
     while work:
         v = work.pop()
         if isinstance(v, Instruction) and v not in out and carries_float(v.type) \
@@ -191,6 +194,18 @@ def _feeding_selects(fn: Function) -> set[Instruction]:
             out.add(v)
             work.extend(v.operands)
     return out
+
+
+def _droppable(inst: Instruction) -> list[Value]:
+    """The operands of selection `inst` some arm does not pick (`droppable_operands`)."""
+    if inst.opcode not in ("select", "call"):
+        return []
+    rule = lookup(inst.opcode if inst.opcode == "select"
+                  else math_rule_name(inst.callee_name or "", inst.type))
+    if rule is None or rule.choose is None:
+        return []
+    drop = droppable_operands(rule, tuple(o.type for o in inst.operands), inst.type)
+    return [inst.operands[i] for i in sorted(drop)]
 
 
 def _active_products(fn: Function, info: ActivityInfo) -> frozenset[Instruction]:

@@ -1,7 +1,7 @@
-"""Rules for LLVM's floating-point instructions."""
+"""Rules for LLVM's floating-point instructions, and `select` (a selection rule)."""
 from __future__ import annotations
 
-from .registry import defrule
+from .registry import Arm, defrule, defselect
 
 
 @defrule("fadd")
@@ -37,3 +37,9 @@ def _frem(m, args, res):
     # frem(a, b) = a - b * trunc(a / b): ∂a = 1, ∂b = -trunc(a / b)
     a, b = args
     return [m.const(res, 1.0), m.neg(m.call("trunc", m.div(m.sub(a, res), b)))]
+
+
+@defselect("select")
+def _select(m, args, res):
+    c, x, y = args
+    return [Arm(c, 1), Arm(None, 2)]

@@ -60,6 +60,10 @@ class MathEmitter:
     def select(self, cond: Value, a: Value, b: Value) -> Value:
         return self.b.select(cond, a, b)
 
+    def differ(self, p: Value, q: Value) -> Value:
+        """`p != q` for two conditions (i1)."""
+        return self.b.icmp("ne", p, q)
+
     # ---- integer operands (the exponent of powi)
     def int_add(self, n: Value, k: int) -> Value:
         """`n + k` for an integer `n`."""

@@ -1,9 +1,11 @@
 """Rules for math functions: LLVM intrinsics (`llvm.sin`) and libm / Numba symbols (`tanh`).
 
 Each rule gives ∂res/∂arg_i from the primal operands and result (`res`); `None` marks an
-operand with an identically zero partial. Functions are registered under both spellings where
-both exist. Callee names are normalised by `math_rule_name` before lookup: `llvm.sin.f64` ->
-`llvm.sin`, `llvm.powi.f64.i32` -> `llvm.powi`, float32 libm `tanhf` -> `tanh`.
+operand with an identically zero partial. fabs, copysign and min/max are selection rules
+(`defselect`): they say which operand (or its negation) the result is. Functions are
+registered under both spellings where both exist. Callee names are normalised by
+`math_rule_name` before lookup: `llvm.sin.f64` -> `llvm.sin`, `llvm.powi.f64.i32` ->
+`llvm.powi`, float32 libm `tanhf` -> `tanh`.
 """
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import math
 import re
 
 from ...ir.types import FLOAT, Type
-from .registry import defrule, defzero, lookup
+from .registry import Arm, defrule, defselect, defzero, lookup
 from .special import digamma
 
 _LN2 = math.log(2.0)
@@ -210,18 +212,20 @@ def _cbrt(m, args, res):
 
 # ---------------------------------------------------------------- sign, fused and selecting ops
 
-@defrule(*_both("fabs"))
+@defselect(*_both("fabs"))
 def _fabs(m, args, res):
-    x, = args   # sign(x), with +1 at x = 0
-    return [m.select(m.fcmp("olt", x, m.const(x, 0.0)), m.const(x, -1.0), m.const(x, 1.0))]
+    x, = args   # -x below 0, x from 0 on: ∂ = +1 at x = ±0 (a convention; the kink has none)
+    return [Arm(m.fcmp("olt", x, m.const(x, 0.0)), 0, negate=True), Arm(None, 0)]
 
 
-@defrule(*_both("copysign"))
+@defselect(*_both("copysign"))
 def _copysign(m, args, res):
-    # copysign(x, y) = |x|·sign(y): ∂x = sign(x)·sign(y) (sign bits, so ±0 count), ∂y = 0
+    # copysign(x, y) = ±x: -x when x's sign (fabs' convention: ±0 count as positive) differs
+    # from y's sign bit (so y = -0.0 counts as negative); y has no derivative
     x, y = args
-    one = m.const(x, 1.0)
-    return [m.mul(m.call("copysign", one, x), m.call("copysign", one, y)), None]
+    zero = m.const(x, 0.0)
+    y_negative = m.fcmp("olt", m.call("copysign", m.const(y, 1.0), y), zero)
+    return [Arm(m.differ(m.fcmp("olt", x, zero), y_negative), 0, negate=True), Arm(None, 0)]
 
 
 @defrule(*_both("fma"), "llvm.fmuladd")
@@ -230,14 +234,14 @@ def _fma(m, args, res):
     return [b, a, m.const(c, 1.0)]
 
 
-@defrule("llvm.minnum", "llvm.maxnum", "llvm.minimum", "llvm.maximum", "fmin", "fmax")
-def _select_one(m, args, res):
-    # The result is one of the operands: ∂ is 1 for the operand it equals (the first on a tie,
-    # the non-NaN one when minnum/maxnum ignore a NaN) and 0 for the other.
+@defselect("llvm.minnum", "llvm.maxnum", "llvm.minimum", "llvm.maximum", "llvm.minimumnum",
+           "llvm.maximumnum", "fmin", "fmax", "fminimum", "fmaximum", "fminimum_num",
+           "fmaximum_num")
+def _min_max(m, args, res):
+    # The result is one of the operands: the first when it equals it (so on a tie too), else
+    # the second (also when minnum/maxnum/..._num skip a NaN first operand).
     a, b = args
-    one, zero = m.const(res, 1.0), m.const(res, 0.0)
-    picked_a = m.fcmp("oeq", res, a)
-    return [m.select(picked_a, one, zero), m.select(picked_a, zero, one)]
+    return [Arm(m.fcmp("oeq", res, a), 0), Arm(None, 1)]
 
 
 # ---------------------------------------------------------------- special functions

@@ -5,6 +5,11 @@ A rule maps the primal operands (and result) of one operation to its partial der
 Σ ∂_i · tangent_i; reverse mode accumulates ∂_i · adjoint into each operand's adjoint. A
 partial of `None` means "identically zero" (the operand is not differentiable, e.g. the
 integer exponent of powi). An operation with no registered rule is an error, never a zero.
+
+A selection rule (`defselect`: select, fabs, copysign, min/max) instead says which operand the
+result is, by `Arm`s: both modes pass the chosen operand's tangent or adjoint through a
+`select` (`diff/selections.py`), never a product with a 0/1 partial, so the operand not chosen
+contributes nothing even when its own derivative is infinite or NaN (`0 * inf` would be NaN).
 """
 from __future__ import annotations
 
@@ -18,10 +23,27 @@ Partials = Callable[[MathEmitter, Sequence[Value], Value], Sequence["Value | Non
 
 
 @dataclass(frozen=True, slots=True)
+class Arm:
+    """The result is `±operand` (`negate`) when `cond` holds and no earlier arm's did; the
+    last arm has `cond` None (otherwise)."""
+    cond: Value | None
+    operand: int
+    negate: bool = False
+
+
+Chooser = Callable[[MathEmitter, Sequence[Value], Value], Sequence[Arm]]
+
+
+@dataclass(frozen=True, slots=True)
 class Rule:
     name: str
-    partials: Partials
+    partials: Partials | None       # None for a selection rule
     nondiff: bool = False   # every partial is zero (floor, round, sign-like ops)
+    choose: Chooser | None = None   # a selection rule's arms (`defselect`)
+
+    @property
+    def is_selection(self) -> bool:
+        return self.choose is not None
 
 
 _RULES: dict[str, Rule] = {}
@@ -33,6 +55,16 @@ def defrule(*names: str) -> Callable[[Partials], Partials]:
         for name in names:
             assert name not in _RULES, f"duplicate rule for {name}"
             _RULES[name] = Rule(name, fn)
+        return fn
+    return register
+
+
+def defselect(*names: str) -> Callable[[Chooser], Chooser]:
+    """Register `choose` (the arms saying which operand the result is) for op names."""
+    def register(fn: Chooser) -> Chooser:
+        for name in names:
+            assert name not in _RULES, f"duplicate rule for {name}"
+            _RULES[name] = Rule(name, None, choose=fn)
         return fn
     return register
 

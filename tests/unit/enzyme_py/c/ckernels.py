@@ -2,7 +2,9 @@
 into a shared library, loaded with ctypes; arrays passed as `a.ctypes`, which both Python and
 Numba turn into pointers), so tests/support/gradcheck checks `enzyme_py.c.derive` exactly as
 it checks the Numba API. `c_derive` adapts `derive`'s C conventions to that API's (gradients
-always as a tuple; forward mode returns `(value, tangent)`, the value from the C primal)."""
+always as a tuple; forward mode returns `(value, tangent)`, the value from the C primal);
+`c_deriver(source, **options)` does the same for another C source or IR text, derived with
+`derive`'s options. `shared_library` compiles another source for its primals."""
 from __future__ import annotations
 
 import ctypes
@@ -27,16 +29,27 @@ _SIGNATURES = {
 }
 
 
-@functools.lru_cache(maxsize=None)
 def library() -> ctypes.CDLL:
     """kernels.c compiled by clang-22 -O1 into a shared library (once per process)."""
+    return shared_library(KERNELS_C, _SIGNATURES)
+
+
+_LIBRARIES: dict[str, ctypes.CDLL] = {}
+
+
+def shared_library(source: str, signatures: dict) -> ctypes.CDLL:
+    """`source` compiled by clang-22 -O1 into a shared library (once per process), its
+    functions typed by `signatures`: name -> (restype, argtypes)."""
+    if source in _LIBRARIES:
+        return _LIBRARIES[source]
     out = os.path.join(tempfile.mkdtemp(prefix="enzyme_py_ckernels_"), "libkernels.so")
-    subprocess.run(["clang-22", "-O1", "-shared", "-fPIC", KERNELS_C, "-o", out, "-lm"],
+    subprocess.run(["clang-22", "-O1", "-shared", "-fPIC", source, "-o", out, "-lm"],
                    check=True)
     lib = ctypes.CDLL(out)
-    for name, (restype, argtypes) in _SIGNATURES.items():
+    for name, (restype, argtypes) in signatures.items():
         getattr(lib, name).restype = restype
         getattr(lib, name).argtypes = argtypes
+    _LIBRARIES[source] = lib
     return lib
 
 
@@ -86,28 +99,33 @@ def kernels() -> list[Kernel]:
     ]
 
 
-@functools.lru_cache(maxsize=None)
-def _derived(name: str, acts: tuple, mode: str):
-    from enzyme_py.c import derive
-    return derive(KERNELS_C, name, acts, mode=mode)
+def c_deriver(source: str, **options):
+    """`c_derive` for the functions of `source` (a path or IR text), derived with `options`."""
+    @functools.lru_cache(maxsize=None)
+    def derived(name: str, acts: tuple, mode: str):
+        from enzyme_py.c import derive
+        return derive(source, name, acts, mode=mode, **options)
+
+    def c_derive(f, name, acts, mode="reverse", **kw):
+        """`derive` with the API conventions gradcheck expects (see module docstring)."""
+        assert not kw, f"C derivatives take no options: {kw}"
+        cname = f.__name__[2:]
+        df = derived(cname, tuple(acts), mode)
+
+        def reverse(*args):
+            g = df(*args)
+            return () if g is None else g if isinstance(g, tuple) else (g,)
+
+        def forward(*args):
+            primal = [a for k, a in enumerate(args) if k not in _shadow_positions(acts)]
+            value = f(*copy_args(tuple(primal)))
+            return value, df(*args)
+
+        return reverse if mode == "reverse" else forward
+    return c_derive
 
 
-def c_derive(f, name, acts, mode="reverse", **kw):
-    """`derive` with the API conventions gradcheck expects (see module docstring)."""
-    assert not kw, f"C derivatives take no options: {kw}"
-    cname = f.__name__[2:]
-    df = _derived(cname, tuple(acts), mode)
-
-    def reverse(*args):
-        g = df(*args)
-        return () if g is None else g if isinstance(g, tuple) else (g,)
-
-    def forward(*args):
-        primal = [a for k, a in enumerate(args) if k not in _shadow_positions(acts)]
-        value = f(*copy_args(tuple(primal)))
-        return value, df(*args)
-
-    return reverse if mode == "reverse" else forward
+c_derive = c_deriver(KERNELS_C)
 
 
 def _shadow_positions(acts) -> set[int]:

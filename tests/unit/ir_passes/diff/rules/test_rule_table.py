@@ -9,8 +9,10 @@ Operands and results live in 8-byte slots. The module is printed with our printe
 llvmlite's MCJIT (`jit_harness`), and each partial is compared with a Richardson-extrapolated
 central difference of `@primal` at a few points inside the op's domain. A `None` partial
 (identically zero) is checked to be zero by finite differences too, unless the operand is an
-integer. `CASES` must name every registered rule: a rule without test points fails
-`test_every_rule_has_cases`, so no rule can be added untested.
+integer. A selection rule (`defselect`) has no partials: ∂op/∂in[i] is the tangent its arms
+select when in[i] has tangent 1 and every other operand tangent 0. `CASES` must name every
+registered rule: a rule without test points fails `test_every_rule_has_cases`, so no rule can
+be added untested.
 """
 from __future__ import annotations
 
@@ -24,10 +26,11 @@ import pytest
 from ir_passes.diff.rules import all_rules, lookup
 from ir_passes.diff.rules.emitter import MathEmitter, intrinsic_suffix
 from ir_passes.diff.rules.math import math_rule_name
+from ir_passes.diff.rules.selection import selected_tangent
 from ir_passes.diff.rules.special import define_digamma, digamma, digamma_symbol
 from ir_passes.ir.builder import Builder, declare
-from ir_passes.ir.types import DOUBLE, FLOAT, I32, I64, PTR, VOID, FunctionType, Type
-from ir_passes.ir.values import Function, Module, Value, const_int
+from ir_passes.ir.types import DOUBLE, FLOAT, I1, I32, I64, PTR, VOID, FunctionType, Type
+from ir_passes.ir.values import Function, Module, Value, const_float, const_int
 from tests.unit.ir_passes.diff.rules.jit_harness import compile_modules
 
 
@@ -35,7 +38,8 @@ from tests.unit.ir_passes.diff.rules.jit_harness import compile_modules
 class Case:
     """Sample points (one tuple of operands each) for one rule."""
     points: tuple[tuple[float, ...], ...]
-    ints: frozenset[int] = frozenset()   # operand indices that are i32 (e.g. powi's exponent)
+    ints: frozenset[int] = frozenset()   # operand indices that are i32 (e.g. powi's exponent;
+                                         # select's condition: i1)
     f32: bool = True                     # also test the float32 form
 
 
@@ -94,8 +98,11 @@ CASES: dict[str, Case] = {
     **both("copysign", case((1.5, -2.0), (-0.7, 3.0), (-1.2, -0.5))),
     **both("fma", case((1.5, -2.0, 0.7), (0.3, 4.0, -1.0))),
     "llvm.fmuladd": case((1.5, -2.0, 0.7), (0.3, 4.0, -1.0)),
-    **{name: case((1.5, -2.0), (-0.7, 3.0))
-       for name in ("llvm.minnum", "llvm.maxnum", "llvm.minimum", "llvm.maximum", "fmin", "fmax")},
+    **{name: case((1.5, -2.0), (-0.7, 3.0), (2.0, 2.5))
+       for name in ("llvm.minnum", "llvm.maxnum", "llvm.minimum", "llvm.maximum",
+                    "llvm.minimumnum", "llvm.maximumnum", "fmin", "fmax", "fminimum",
+                    "fmaximum", "fminimum_num", "fmaximum_num")},
+    "select": case((1, 1.5, -2.0), (0, 1.5, -2.0), ints=(0,)),
     # special functions (lgamma / gamma at negative x exercise digamma's reflection)
     "erf": case((0.3,), (-1.2,), (1.5,)),
     "erfc": case((0.3,), (-1.2,), (1.5,)),
@@ -107,7 +114,7 @@ CASES: dict[str, Case] = {
        for name, c in both(op, case((1.3,), (-2.6,), (0.2,))).items()},
 }
 
-_INSTRUCTIONS = {"fadd", "fsub", "fmul", "fdiv", "frem", "fneg"}
+_INSTRUCTIONS = {"fadd", "fsub", "fmul", "fdiv", "frem", "fneg", "select"}
 
 # Float type: IR type, numpy type, finite-difference step (relative) and tolerance.
 _FLOATS = {
@@ -129,6 +136,8 @@ def primal_symbol(name: str, t: Type, operand_types: list[Type]) -> str:
 def emit_primal(b: Builder, module: Module, name: str, args: list[Value], t: Type) -> Value:
     if name == "fneg":
         return b.fneg(args[0])
+    if name == "select":
+        return b.select(*args)
     if name in _INSTRUCTIONS:
         return b.binop(name, args[0], args[1])
     symbol = primal_symbol(name, t, [a.type for a in args])
@@ -144,7 +153,8 @@ def _slot(b: Builder, base: Value, i: int) -> Value:
 def build_module(name: str, c: Case, t: Type) -> tuple[Module, list[bool]]:
     """The `@primal` / `@partials` module; also which partials the rule returned as None."""
     arity = len(c.points[0])
-    types = [I32 if i in c.ints else t for i in range(arity)]
+    int_type = I1 if name == "select" else I32
+    types = [int_type if i in c.ints else t for i in range(arity)]
     module = Module()
     zero_partials: list[bool] = []
     for fname in ("primal", "partials"):
@@ -155,7 +165,7 @@ def build_module(name: str, c: Case, t: Type) -> tuple[Module, list[bool]]:
         res = emit_primal(b, module, name, args, t)
         b.store(res, dst)
         if fname == "partials":
-            partials = list(lookup(name).partials(MathEmitter(b, module), args, res))
+            partials = _partials(lookup(name), MathEmitter(b, module), args, res)
             assert len(partials) == arity, f"{name}: {len(partials)} partials for {arity} operands"
             for i, (p, a) in enumerate(zip(partials, args)):
                 zero_partials.append(p is None)
@@ -164,6 +174,21 @@ def build_module(name: str, c: Case, t: Type) -> tuple[Module, list[bool]]:
                     b.store(p, _slot(b, dst, 1 + i))
         b.ret()
     return module, zero_partials
+
+
+def _partials(rule, m: MathEmitter, args: list[Value], res: Value) -> list[Value | None]:
+    """The rule's partials; a selection rule's as the tangent it selects for unit tangents."""
+    if rule.choose is None:
+        return list(rule.partials(m, args, res))
+    arms = rule.choose(m, args, res)
+    out: list[Value | None] = []
+    for i, a in enumerate(args):
+        if not a.type.is_float:
+            out.append(None)
+            continue
+        unit = [const_float(res.type, 1.0 if j == i else 0.0) for j in range(len(args))]
+        out.append(selected_tangent(m.b, arms, unit.__getitem__, const_float(res.type, 0.0)))
+    return out
 
 
 # ---------------------------------------------------------------- running it
