@@ -422,6 +422,31 @@ def test_an_exception_a_rule_raises_is_raised_by_the_derivative(nrt_stats):
         split_rev(x, np.zeros(2), 1e301 / 3.0, tape)
 
 
+@njit(inline="never")
+def _raising_callee(x):
+    return raising(x[0]) * x[1]
+
+
+def calls_raising_callee(x):
+    return _raising_callee(x) + x[0]
+
+
+def test_an_exception_a_rule_raises_in_a_callee_that_stays_a_call_is_raised():
+    """The rule runs in the callee's own tangent / reverse function: its exception reaches
+    the derivative's caller through the callee's status."""
+    fwd = enzyme_py.derive_diff(calls_raising_callee, "f_raise_callee", ("dup",),
+                                mode="forward")
+    assert fwd(np.array([2.0, 3.0]), np.array([1.0, 0.5])) == (8.0, 5.0)
+    with pytest.raises(ValueError, match="tangent too large"):
+        fwd(np.array([2.0, 3.0]), np.array([1e301, 0.0]))
+    rev = enzyme_py.derive_diff(calls_raising_callee, "d_raise_callee", ("dup",))
+    d_x = np.zeros(2)
+    rev(np.array([2.0, 3.0]), d_x)
+    np.testing.assert_array_equal(d_x, [4.0, 2.0])
+    with pytest.raises(ValueError, match="too large"):
+        rev(np.array([2.0, 1e301]), np.zeros(2))
+
+
 @njit
 def reverse_only(x):
     return x
