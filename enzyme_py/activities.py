@@ -16,6 +16,8 @@ from ir_passes.api import (Activity, ParamKind, ParamType, check_activities, che
                            parse_activity)
 from ir_passes.errors import ActivityError, UnsupportedError
 
+from .omitted import parameter_defaults
+
 MODES = ("forward", "reverse")
 _RET_WORDS = {"reverse": ("active", "const"), "forward": ("dup", "dupnoneed", "const")}
 
@@ -51,9 +53,15 @@ def parse_spec(pyfunc, activities, mode: str, ret, width: int,
     params = _parameters(pyfunc) if names is None else list(names)
     words = activities.split(",") if isinstance(activities, str) else list(activities)
     words = [str(w).strip() for w in words]
+    defaults = parameter_defaults(pyfunc) if names is None else {}
+    if len(words) < len(params) and all(i in defaults for i in range(len(words), len(params))):
+        words += ["const"] * (len(params) - len(words))   # trailing defaults left out: const
     if len(words) != len(params):
+        optional = f"; the last {len(defaults)}, which have defaults, may be left out (they " \
+            "are then 'const')" if defaults else ""
         raise ActivityError(f"{pyfunc.__name__} has {len(params)} parameter(s) "
-                            f"({', '.join(params)}) but {len(words)} activities were given")
+                            f"({', '.join(params)}) but {len(words)} activities were given"
+                            f"{optional}")
     acts = []
     for name, word in zip(params, words):
         act = parse_activity(word, name)

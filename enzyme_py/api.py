@@ -26,6 +26,7 @@ from .call_checks import NAMESPACE as CHECKS
 from .call_boundary import guard_first_calls
 from .disk_cache import DerivativeCache, fingerprint
 from .numba_bridge.link import lazy_intrinsic, njit_generated, raise_failed
+from .omitted import default_scope
 from .specialize import Specializer
 from .tape import claim, make_tape
 
@@ -61,6 +62,12 @@ def derive_diff(f, name: str | None, activities, mode: str = "reverse", *,
       activity ("active"/"const") per tuple element (a "const" element takes no `d_ret`
       part); the forward derivative returns `(value, tangent)`, the tangent shaped like the
       value. A derivative with nothing to differentiate is an `ActivityError`.
+
+    Parameters with defaults: like `f`, `df` may be called without trailing parameters that
+      have defaults in `f` (`f(k, r, v, tol=1e-8)`: `df(k, r, v)`, from Python and `@njit`
+      code, in every mode); they take their defaults and are "const". One marked "active" or
+      "dup" must be passed (an `ArgumentError` names it); `activities` may stop before
+      them (they are then "const"). A `d_ret` follows the last argument given (or `d_ret=`).
 
     `df` compiles lazily per argument types, like `numba.njit`, and can be called from
     Python and from `@njit` code (e.g. an optimisation loop). Exceptions the function raises
@@ -122,7 +129,8 @@ def derive_diff(f, name: str | None, activities, mode: str = "reverse", *,
         fwd = _dispatcher(f"{name}_fwd", specializer, specializer.build_forward_half,
                           specializer.forward_half_source, params)
         rev = _dispatcher(f"{name}_rev", specializer, specializer.build_reverse_half,
-                          specializer.reverse_half_source, params, rest=True)
+                          specializer.reverse_half_source, specializer.reverse_half_params(),
+                          rest=True)
         return fwd, rev
     d_ret = specializer.d_ret_param()         # reverse mode: optional trailing adjoint
     dispatcher = _dispatcher(name, specializer, specializer.build, specializer.wrapper_source,
@@ -150,12 +158,14 @@ def _dispatcher(name: str, specializer: Specializer, build, wrapper_source, para
     `build(argtypes)` gives. The wrapper is the dispatcher's compiled body itself: an
     exception leaves it with nothing held, and it is compiled once per signature."""
     call = lazy_intrinsic(f"enzyme_{_ident(name)}", build, deferred=True)
+    slots = specializer.slots()
     as_name = name if name.isidentifier() else _ident(name)
 
     def make_impl(argtypes: tuple):
         # a module name: Numba then pickles the wrapper's globals by reference (disk cache)
         scope = {"__name__": __name__, "__call": call, "__raise_failed": raise_failed,
-                 "np": np, "__make_tape": make_tape, "__claim": claim, **CHECKS}
+                 "np": np, "__make_tape": make_tape, "__claim": claim, **CHECKS,
+                 **default_scope(slots.defaults)}
         exec(wrapper_source(argtypes), scope)
         impl = scope["impl"]
         impl.__name__ = impl.__qualname__ = as_name
@@ -165,7 +175,7 @@ def _dispatcher(name: str, specializer: Specializer, build, wrapper_source, para
     dispatcher = njit_generated(params, rest, make_impl, as_name)
     dispatcher.enzyme = specializer
     dispatcher.release = specializer.release    # API.md "Memory kept between calls"
-    guard_first_calls(dispatcher, name, specializer.argument_labels())
+    guard_first_calls(dispatcher, name, list(slots.labels), slots.required)
     return dispatcher
 
 

@@ -20,14 +20,17 @@ from .collector import paused
 __all__ = ["guard_first_calls"]
 
 
-def guard_first_calls(dispatcher, name: str, labels: list[str]) -> None:
+def guard_first_calls(dispatcher, name: str, labels: list[str],
+                      required: int | None = None) -> None:
     """Make `dispatcher`'s compile-on-call path name missing arguments (its parameters
-    default to None so that a short call gets here) and raise our errors without Numba's."""
+    default to None so that a short call gets here; the first `required` labels, all by
+    default, must be given) and raise our errors without Numba's."""
     compile_for_args = dispatcher._compile_for_args
+    required = len(labels) if required is None else required
 
     def checked_compile_for_args(*args, **kws):
         given = sum(not isinstance(a, OmittedArg) for a in args)
-        if given < len(labels):
+        if given < required:
             raise ArgumentError(f"{name} expected {len(labels)} arguments ({', '.join(labels)}"
                                 f"), got {given}: missing {', '.join(labels[given:])}")
         try:

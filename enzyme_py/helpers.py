@@ -22,9 +22,10 @@ from ir_passes.errors import ActivityError
 
 from .api import derive_diff
 from .numba_bridge.link import njit_wrapper
-from .typed_dispatch import (activities_for, compile_impl, contiguous_line, float_kind, kept,
-                             normalize_argnums, primal_of, require_float_return, return_type,
-                             typed_dispatcher)
+from .omitted import Slots, parameter_defaults
+from .typed_dispatch import (activities_for, contiguous_line, float_kind, kept,
+                             normalize_argnums, parameter_slots, primal_of, require_float_return,
+                             return_type, typed_dispatcher)
 
 #: Directions per vector forward pass of `jacobian(..., mode="forward")`.
 CHUNK = 8
@@ -39,6 +40,12 @@ class _Target:
         self.fname = self.primal.py_func.__name__
         self.names = list(inspect.signature(self.primal.py_func).parameters)
         self.args = [f"a{i}" for i in range(len(self.names))]
+
+    def slots(self, nums: tuple[int, ...], helper: str) -> Slots:
+        """A helper's parameters (`omitted`): trailing ones with defaults may be left out,
+        except the differentiated ones, `nums`."""
+        return parameter_slots(self.names, parameter_defaults(self.primal.py_func), nums,
+                               helper)
 
 
 def grad(f, argnums=0, *, strong_zero: bool = False):
@@ -65,9 +72,9 @@ def _gradient(helper: str, f, argnums, with_value: bool, strong_zero: bool):
             t.primal, f"{helper}_{t.fname}", acts, return_primal=with_value,
             strong_zero=strong_zero))
         source = _gradient_source(t, argtypes, acts, nums, single, with_value)
-        return compile_impl(source, {"df": df})
+        return source, {"df": df}
 
-    return typed_dispatcher(f"{helper}_{t.fname}", t.names, make_impl)
+    return typed_dispatcher(f"{helper}_{t.fname}", t.slots(nums, helper), make_impl)
 
 
 def _gradient_source(t: _Target, argtypes: tuple, acts: tuple, nums: tuple, single: bool,
@@ -126,9 +133,9 @@ def jacobian(f, argnums: int = 0, mode: str = "auto", chunk: int = CHUNK, *,
                                     lambda: _derived(writer, "reverse", acts["reverse"], 1,
                                                      strong_zero))
         source = _jacobian_source(t, num, argtypes, restype, mode, chunk)
-        return compile_impl(source, namespace)
+        return source, namespace
 
-    return typed_dispatcher(f"jacobian_{t.fname}", t.names, make_impl)
+    return typed_dispatcher(f"jacobian_{t.fname}", t.slots((num,), "jacobian"), make_impl)
 
 
 def _writer(t: _Target, out_kind: str):
@@ -240,10 +247,10 @@ def _second_order(helper: str, f, argnums, strong_zero: bool):
         x_array = acts[num] == "dup"
         source = (_hvp_source if helper == "hvp" else _hessian_source)(t, num, argtypes,
                                                                       x_array)
-        return compile_impl(source, {"hv": hv})
+        return source, {"hv": hv}
 
-    labels = t.names + (["v"] if helper == "hvp" else [])
-    return typed_dispatcher(f"{helper}_{t.fname}", labels, make_impl)
+    return typed_dispatcher(f"{helper}_{t.fname}", t.slots((num,), helper), make_impl,
+                            ("v",) if helper == "hvp" else ())
 
 
 def _reverse_over_forward(t: _Target, num: int, acts: tuple, strong_zero: bool):

@@ -75,6 +75,11 @@ def _active_parts(spec: ActivitySpec, restype) -> list:
     return [t for t, a in zip(returned_elements(restype), acts) if a.is_differentiated]
 
 
+def takes_d_ret(spec: ActivitySpec, restype) -> bool:
+    """Whether the reverse derivative takes `d_ret` for a function returning `restype`."""
+    return spec.mode == "reverse" and bool(_active_parts(spec, restype))
+
+
 def d_ret_arguments(spec: ActivitySpec, restype, dret_type, name: str,
                     fname: str) -> list[tuple[str, bool]]:
     """Reverse mode: the expressions the wrapper passes to the derivative for `d_ret` (of

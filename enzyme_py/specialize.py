@@ -13,6 +13,7 @@ import itertools
 from dataclasses import dataclass
 
 from numba import types
+from numba.core.errors import NumbaError
 
 from ir_passes.api import (ARRAY_DATA, Activity, SplitSpec, Stages, derivative_symbol,
                            release_symbol, stage_name, written_bases)
@@ -26,7 +27,8 @@ from .numba_bridge.capture import capture
 from .numba_bridge.custom_calls import rule_libraries
 from .numba_bridge.link import Built, call_if_compiled, compile_library, unique_symbol
 from .numba_target import numba_target
-from .returns import check_differentiates_something, d_ret_arguments
+from .omitted import Filled, Slots, fill, given_prefix, is_omitted, parameter_defaults
+from .returns import check_differentiates_something, d_ret_arguments, takes_d_ret
 from .tape import STATE, TapeType
 
 _split_ids = itertools.count(1)
@@ -85,14 +87,50 @@ class Specializer:
                 next(it)
         return tuple(out)
 
+    def slots(self) -> Slots:
+        """The derivative's arguments as `omitted.fill` sees them: the parameter each belongs
+        to, the parameters with defaults, and those that must be passed (all but "const")."""
+        owners = [i for i, act in enumerate(self.spec.activities)
+                  for _ in range(2 if act.has_shadow else 1)]
+        must_pass = {i: (f"marked {act.value!r}", "mark it 'const' to use its default")
+                     for i, act in enumerate(self.spec.activities) if act is not Activity.CONST}
+        return Slots(tuple(owners), tuple(self.argument_labels()), self.spec.params,
+                     parameter_defaults(self.primal.py_func), must_pass)
+
+    def _arranged(self, given: list, rest_of_call: list[str]) -> tuple[Filled, str | None]:
+        """The complete call from the arguments `given` ((name, type), in order, followed by
+        the extras `rest_of_call` names), and the name `d_ret` is bound to (reverse mode).
+        With `d_ret` not given by name, the last argument given is `d_ret` when the function
+        takes one and the arguments before it make a call (`f(k, r, v, tol=1e-8)` returning
+        an array: `df(k, r, v, d_ret)`); else every argument given is a parameter."""
+        slots, what, d_ret = self.slots(), self.name, self.d_ret_param()
+        if d_ret is None or d_ret in rest_of_call:
+            return fill(slots, given, rest_of_call, what), d_ret
+        try:
+            with_d_ret = fill(slots, given, [d_ret, *rest_of_call], what)
+            takes = self._takes_d_ret(with_d_ret.types)
+        except (ArgumentError, NumbaError):
+            takes = False
+        return (with_d_ret if takes else fill(slots, given, rest_of_call, what)), d_ret
+
+    def _takes_d_ret(self, argtypes: tuple) -> bool:
+        restype = capture(self.primal, _writable(self._primal_types(argtypes)),
+                          located=False).restype
+        return takes_d_ret(self.spec, restype)
+
     def wrapper_source(self, argtypes: tuple) -> str:
         """`impl` for these wrapper argument types: argument checks, then the derivative call,
         whose exception (if any) leaves `impl` only once its arrays are released."""
         params = self.wrapper_params()
+        head = params + ([self.d_ret_param()] if self.spec.mode == "reverse" else [])
+        extras = [(head[-1], argtypes[-1])] if len(head) > len(params) and \
+            len(argtypes) == len(head) and not is_omitted(argtypes[-1]) else []
+        filled, d_ret = self._arranged(given_prefix(argtypes, params, self.name) + extras,
+                                       [name for name, _ in extras])
+        argtypes = filled.types
         primal_types = self._primal_types(argtypes)
-        d_ret = self.d_ret_param()
-        seeds = self._d_ret_arguments(argtypes, primal_types, d_ret)
-        lines = [f"def impl({', '.join(params + ([d_ret] if d_ret else []))}):"]
+        seeds = self._d_ret_arguments(primal_types, d_ret, dict(filled.extras).get(d_ret))
+        lines = [f"def impl({', '.join(head)}):", *filled.lines]
         lines += check_lines(self.spec.mode, self.spec.width,
                              self._checked_params(params, argtypes),
                              self._written_arrays(primal_types),
@@ -134,14 +172,12 @@ class Specializer:
             return arrays
         return {i for i in arrays if fn.args[cap.params[i].llvm_args[ARRAY_DATA]] in bases}
 
-    def _d_ret_arguments(self, argtypes: tuple, primal_types: tuple,
-                         d_ret) -> list[tuple[str, bool]]:
+    def _d_ret_arguments(self, primal_types: tuple, d_ret: str | None,
+                         dret_type) -> list[tuple[str, bool]]:
         if d_ret is None:
             return []
-        given = argtypes[len(self.wrapper_params())] \
-            if len(argtypes) > len(self.wrapper_params()) else None
         restype = capture(self.primal, _writable(primal_types), located=False).restype
-        return d_ret_arguments(self.spec, restype, given, d_ret, self.primal.py_func.__name__)
+        return d_ret_arguments(self.spec, restype, dret_type, d_ret, self.primal.py_func.__name__)
 
     def _ret_differentiated(self, primal_types: tuple) -> bool:
         restype = capture(self.primal, primal_types, located=False).restype
@@ -226,8 +262,10 @@ class Specializer:
     def forward_half_source(self, argtypes: tuple) -> str:
         """Split mode, `fwd`: the checks of reverse mode, then `(value, tape)`."""
         params = self.wrapper_params()
+        filled = fill(self.slots(), given_prefix(argtypes, params, self.name), [], self.name)
+        argtypes = filled.types
         primal_types = self._primal_types(argtypes)
-        lines = [f"def impl({', '.join(params)}):"]
+        lines = [f"def impl({', '.join(params)}):", *filled.lines]
         lines += check_lines("reverse", 1, self._checked_params(params, argtypes),
                              self._written_arrays(primal_types))
         built = self.derive(primal_types).forward
@@ -236,21 +274,27 @@ class Specializer:
                   else "    return r[3][0], __make_tape(r[3][1])"]
         return "\n".join(lines) + "\n"
 
+    def reverse_half_params(self) -> list[str]:
+        """`rev`'s named parameters: the arguments every call gives; the others, `d_ret` and
+        the tape come in `*rest`."""
+        return self.wrapper_params()[:self.slots().required]
+
     def reverse_half_source(self, argtypes: tuple) -> str:
         """Split mode, `rev(args..., [d_ret,] tape)`: claims the tape, runs the reverse."""
-        params = self.wrapper_params()
-        primal_types = self._primal_types(argtypes)
-        rest = list(argtypes[len(params)].types) if len(argtypes) > len(params) else []
-        if not rest or not isinstance(rest[-1], TapeType) or len(rest) > 2:
+        params, named = self.wrapper_params(), self.reverse_half_params()
+        rest = list(argtypes[len(named)].types) if len(argtypes) > len(named) else []
+        given = [(p, t) for p, t in zip(named, argtypes)] + \
+            [(f"rest[{j}]", t) for j, t in enumerate(rest)]
+        if not given or not isinstance(given[-1][1], TapeType):
             raise ArgumentError(f"{self.name} (the reverse half of a split derivative) takes "
                                 f"the arguments ({', '.join(self.argument_labels())}), then "
                                 "d_ret when the function returns something differentiated, "
                                 "then the tape the forward half returned")
-        restype = capture(self.primal, _writable(primal_types), located=False).restype
-        seeds = d_ret_arguments(self.spec, restype, rest[0] if len(rest) == 2 else None,
-                                "d_ret", self.primal.py_func.__name__)
-        lines = [f"def impl({', '.join(params)}, *rest):", f"    tape = rest[{len(rest) - 1}]"]
-        lines += ["    d_ret = rest[0]"] if len(rest) == 2 else []
+        filled, d_ret = self._arranged(given, ["tape"])
+        argtypes = filled.types
+        primal_types = self._primal_types(argtypes)
+        seeds = self._d_ret_arguments(primal_types, d_ret, dict(filled.extras).get(d_ret))
+        lines = [f"def impl({', '.join(named)}, *rest):", *filled.lines]
         lines += check_lines("reverse", 1, self._checked_params(params, argtypes),
                              self._written_arrays(primal_types),
                              tuple(e for e, is_array in seeds if is_array))

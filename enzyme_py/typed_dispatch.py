@@ -1,9 +1,9 @@
 """Numba dispatchers whose body is generated per argument types, and what the helpers share.
 
-`typed_dispatcher(name, labels, make_impl)` returns an njit dispatcher whose body, for each
+`typed_dispatcher(name, slots, make_source)` returns an njit dispatcher whose body, for each
 set of argument types (first call from Python or typing inside `@njit` code), is the
-function `make_impl(argtypes)` returns; `make_impl` may derive derivatives (`derive_diff`)
-for those types. The helpers (`grad`, `jacobian`, ...) are built on it.
+function whose source `make_source(argtypes)` writes; `make_source` may derive derivatives
+(`derive_diff`) for those types. The helpers (`grad`, `jacobian`, ...) are built on it.
 """
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from ir_passes.errors import ActivityError
 from .api import as_dispatcher
 from .call_boundary import guard_first_calls
 from .numba_bridge.link import njit_generated
+from .omitted import Slots, default_scope, fill, given_prefix
 
 def primal_of(f):
     """`f` as a dispatcher (`api.as_dispatcher`), the same one for the same plain function
@@ -28,22 +29,42 @@ def primal_of(f):
     return as_dispatcher(f)
 
 
-def typed_dispatcher(name: str, labels: list[str], make_impl):
-    """An njit dispatcher of `len(labels)` arguments (`labels` name them in messages) whose
-    body for argument types `t` is `make_impl(t)` (types unliteral, computed once per `t`),
-    compiled directly (`njit_generated`)."""
+def typed_dispatcher(name: str, slots: Slots, make_source, extras: tuple[str, ...] = ()):
+    """An njit dispatcher taking the parameters `slots` describes, then `extras` (labels
+    of trailing arguments such as `hvp`'s `v`), whose body for argument types `t` (types
+    unliteral, computed once per `t`) is the function `make_source(t)` defines (it returns
+    the source of `impl` and its globals besides `np`), compiled directly (`njit_generated`).
+    A call may leave out trailing parameters with defaults (`omitted.fill`): `t` then holds
+    their defaults' types and `impl` starts by binding them."""
+    labels = list(slots.labels) + list(extras)
     params = [f"a{i}" for i in range(len(labels))]
     impls: dict = {}
 
     def impl_for(argtypes: tuple):
-        key = tuple(types.unliteral(t) for t in argtypes)
-        if key not in impls:
-            impls[key] = make_impl(key)
-        return impls[key]
+        given = given_prefix(argtypes, params, name)
+        filled = fill(slots, given, params[len(slots.labels):], name)
+        key = tuple(types.unliteral(t) for t in filled.types + tuple(t for _, t in
+                                                                     filled.extras))
+        if (key, filled.lines) not in impls:
+            source, namespace = make_source(key)
+            head, body = source.split("\n", 1)
+            impls[key, filled.lines] = compile_impl("\n".join([head, *filled.lines, body]),
+                                                    {**namespace,
+                                                     **default_scope(slots.defaults)})
+        return impls[key, filled.lines]
 
     dispatcher = njit_generated(params, False, impl_for, name)
-    guard_first_calls(dispatcher, name, labels)
+    guard_first_calls(dispatcher, name, labels, slots.required + len(extras))
     return dispatcher
+
+
+def parameter_slots(names: list[str], defaults: dict, nums: tuple[int, ...],
+                    helper: str) -> Slots:
+    """The slots of a helper's dispatcher: one per parameter of the function; the
+    differentiated ones (`nums`) must be passed."""
+    must_pass = {i: (f"differentiated ({helper}'s argnums)",
+                     "differentiate with respect to other parameters") for i in nums}
+    return Slots(tuple(range(len(names))), tuple(names), tuple(names), defaults, must_pass)
 
 
 def kept(primal, key: tuple, make):
@@ -141,5 +162,5 @@ def contiguous_line(var: str, arg: str, t) -> str:
 
 
 __all__ = ["activities_for", "compile_impl", "contiguous_line", "float_kind", "kept",
-           "normalize_argnums", "primal_of", "require_float_return", "return_type",
-           "typed_dispatcher"]
+           "normalize_argnums", "parameter_slots", "primal_of", "require_float_return",
+           "return_type", "typed_dispatcher"]

@@ -313,8 +313,73 @@ def test_rule_signature_is_checked_for_the_argument_types():
 
 
 @njit
+def softclip(v, c):
+    """Raises ZeroDivisionError (Numba's default error model) where c + |v| == 0 (c an
+    integer: no derivative)."""
+    return c * v / (c + abs(v))
+
+
+@njit
+def softclip_fwd(v, t_v, c):
+    return softclip(v, c), t_v * c * c / (c + abs(v)) ** 2
+
+
+@njit
+def softclip_rev(v, c, d_ret):
+    y = softclip(v, c)              # a rule may call the primal (and so may raise)
+    return (d_ret * c * c / (c + abs(v)) ** 2 + 0.0 * y,)
+
+
+enzyme_py.register_derivative(softclip, forward=softclip_fwd, reverse=softclip_rev)
+
+
+def clipped_energy(x, c):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += softclip(x[i], c) * x[i]
+    return s
+
+
+def test_rules_that_call_the_primal_are_used_in_both_modes():
+    """Issue 24 item 9: rules calling `softclip`, which may raise, used to be refused."""
+    x, t, c = np.array([0.5, -2.0, 3.0, 0.1]), np.array([1.0, -0.5, 0.25, 2.0]), 2
+    h = 1e-6
+    fd = (clipped_energy(x + h * t, c) - clipped_energy(x - h * t, c)) / (2 * h)
+    value, tangent = enzyme_py.derive_diff(clipped_energy, "f_clip", ("dup", "const"),
+                                           mode="forward")(x, t, c)
+    assert value == pytest.approx(clipped_energy(x, c), rel=1e-14)
+    assert tangent == pytest.approx(fd, rel=1e-7)
+    d_x = np.zeros(4)
+    enzyme_py.derive_diff(clipped_energy, "d_clip", ("dup", "const"))(x, d_x, c)
+    assert t @ d_x == pytest.approx(tangent, rel=1e-12)
+    fwd, rev = enzyme_py.derive_diff(clipped_energy, "s_clip", ("dup", "const"), mode="split")
+    d_x2 = np.zeros(4)
+    _, tape = fwd(x, d_x2, c)
+    rev(x, d_x2, c, 1.0, tape)
+    np.testing.assert_allclose(d_x2, d_x, rtol=1e-14)
+
+
+def test_an_exception_of_the_primal_called_by_a_rule_is_raised_as_the_primal_raises():
+    x = np.array([0.5, 0.0])
+    with pytest.raises(ZeroDivisionError):
+        njit(clipped_energy)(x, 0)
+    with pytest.raises(ZeroDivisionError):
+        enzyme_py.derive_diff(clipped_energy, "f_clip0", ("dup", "const"), mode="forward")(
+            x, np.ones(2), 0)
+    with pytest.raises(ZeroDivisionError):
+        enzyme_py.derive_diff(clipped_energy, "d_clip0", ("dup", "const"))(x, np.zeros(2), 0)
+
+
+@njit
 def raising(x):
     return x
+
+
+@njit
+def raising_fwd(x, t_x):
+    if t_x > 1e300:
+        raise ValueError("tangent too large")
+    return x, t_x
 
 
 @njit
@@ -324,22 +389,86 @@ def raising_rev(x, d_ret):
     return (d_ret,)
 
 
-enzyme_py.register_derivative(raising, reverse=raising_rev)
+enzyme_py.register_derivative(raising, forward=raising_fwd, reverse=raising_rev)
 
 
-def sum_raising(x):
-    return raising(x[0])
+def scaled_raising(x):
+    return raising(x[0]) * x[1]
 
 
-def test_a_rule_that_may_raise_is_refused_and_a_missing_mode_too():
-    rev = enzyme_py.derive_diff(sum_raising, "d_raise", ("dup",))
+def test_an_exception_a_rule_raises_is_raised_by_the_derivative(nrt_stats):
+    """The rule raises where the primal does not: forward when the tangent is huge, reverse
+    when the adjoint reaching the call (x[1]) is; otherwise the rules are used."""
+    fwd = enzyme_py.derive_diff(scaled_raising, "f_raise", ("dup",), mode="forward")
+    assert fwd(np.array([2.0, 3.0]), np.array([1.0, 0.5])) == (6.0, 4.0)
+    with pytest.raises(ValueError, match="tangent too large"):
+        fwd(np.array([2.0, 3.0]), np.array([1e301, 0.0]))
+    rev = enzyme_py.derive_diff(scaled_raising, "d_raise", ("dup",))
+    d_x = np.zeros(2)
+    rev(np.array([2.0, 3.0]), d_x)
+    np.testing.assert_array_equal(d_x, [3.0, 2.0])
+    with pytest.raises(ValueError, match="too large"):
+        rev(np.array([2.0, 1e301]), np.zeros(2))
+    nrt_stats.start()                      # the reverse pass ran to its end: nothing leaks
+    with pytest.raises(ValueError, match="too large"):
+        rev(np.array([2.0, 1e301]), np.zeros(2))
+    alloc, free, mi_alloc, mi_free = nrt_stats.delta()
+    assert alloc == free and mi_alloc == mi_free
+    split_fwd, split_rev = enzyme_py.derive_diff(scaled_raising, "s_raise", ("dup",),
+                                                 mode="split")
+    x = np.array([2.0, 3.0])
+    _, tape = split_fwd(x, np.zeros(2))
+    with pytest.raises(ValueError, match="too large"):
+        split_rev(x, np.zeros(2), 1e301 / 3.0, tape)
+
+
+@njit(inline="never")
+def _raising_callee(x):
+    return raising(x[0]) * x[1]
+
+
+def calls_raising_callee(x):
+    return _raising_callee(x) + x[0]
+
+
+def test_an_exception_a_rule_raises_in_a_callee_that_stays_a_call_is_raised():
+    """The rule runs in the callee's own tangent / reverse function: its exception reaches
+    the derivative's caller through the callee's status."""
+    fwd = enzyme_py.derive_diff(calls_raising_callee, "f_raise_callee", ("dup",),
+                                mode="forward")
+    assert fwd(np.array([2.0, 3.0]), np.array([1.0, 0.5])) == (8.0, 5.0)
+    with pytest.raises(ValueError, match="tangent too large"):
+        fwd(np.array([2.0, 3.0]), np.array([1e301, 0.0]))
+    rev = enzyme_py.derive_diff(calls_raising_callee, "d_raise_callee", ("dup",))
+    d_x = np.zeros(2)
+    rev(np.array([2.0, 3.0]), d_x)
+    np.testing.assert_array_equal(d_x, [4.0, 2.0])
+    with pytest.raises(ValueError, match="too large"):
+        rev(np.array([2.0, 1e301]), np.zeros(2))
+
+
+@njit
+def reverse_only(x):
+    return x
+
+
+@njit
+def reverse_only_rev(x, d_ret):
+    return (d_ret,)
+
+
+enzyme_py.register_derivative(reverse_only, reverse=reverse_only_rev)
+
+
+def sum_reverse_only(x):
+    return reverse_only(x[0])
+
+
+def test_a_missing_mode_is_refused():
+    fwd = enzyme_py.derive_diff(sum_reverse_only, "f_rev_only", ("dup",), mode="forward")
     with pytest.raises(enzyme_py.UnsupportedError,
-                       match=r"the reverse rule raising_rev\(float64, float64\) may raise"):
-        rev(np.ones(1), np.zeros(1))
-    fwd = enzyme_py.derive_diff(sum_raising, "f_raise", ("dup",), mode="forward")
-    with pytest.raises(enzyme_py.UnsupportedError,
-                       match=r"forward mode through raising, whose registered derivative has "
-                             r"no forward rule"):
+                       match=r"forward mode through reverse_only, whose registered derivative "
+                             r"has no forward rule"):
         fwd(np.ones(1), np.ones(1))
 
 
@@ -478,3 +607,67 @@ def test_zero_shadows_of_inactive_arrays_are_released(nrt_stats):
     d(x, dx, w)
     alloc, free, mi_alloc, mi_free = nrt_stats.delta()
     assert alloc == free and mi_alloc == mi_free
+
+
+# ------------------------------------------------------------------- function-pointer calls
+
+def _cython_erf_address() -> int:
+    pytest.importorskip("scipy.special.cython_special")
+    from numba.extending import get_cython_function_address
+    return get_cython_function_address("scipy.special.cython_special", "__pyx_fuse_1erf")
+
+
+def test_a_call_through_a_function_pointer_names_the_call_and_the_fix_works():
+    """Issue 24: scipy.special.cython_special's erf called through its address (a ctypes
+    function) is refused with the call and how to register it (it blamed a "Python object
+    operation"); the registration the message gives is then differentiated."""
+    address = _cython_erf_address()
+    erf_ptr = ctypes.CFUNCTYPE(ctypes.c_double, ctypes.c_double)(address)
+
+    def erf_sum(x):
+        s = 0.0
+        for i in range(x.shape[0]):
+            s += erf_ptr(x[i]) * x[i]
+        return s
+
+    x, t = np.array([0.1, -0.5, 1.3]), np.array([1.0, 2.0, -0.5])
+    for mode, call in (("reverse", lambda d: d(x, np.zeros(3))),
+                       ("forward", lambda d: d(x, t))):
+        with pytest.raises(enzyme_py.UnsupportedError, match=(
+                r"call through the function pointer %[\w.]+ \(a ctypes or cffi function, or "
+                r"a compiled function's address, e.g. scipy.special.cython_special's(.|\n)*"
+                r"test_custom_derivatives.py:\d+\n  code: s \+= erf_ptr\(x\[i\]\) \* x\[i\]"
+                r"(.|\n)*fix: give the address a name and a derivative: llvmlite.binding."
+                r"add_symbol\('my_f', address\)(.|\n)*enzyme_py.register_derivative\(my_f")):
+            call(enzyme_py.derive_diff(erf_sum, f"erf_ptr_{mode}", ("dup",), mode=mode))
+
+    llvm.add_symbol("enzyme_py_test_cs_erf", address)
+    my_erf = types.ExternalFunction("enzyme_py_test_cs_erf", types.float64(types.float64))
+
+    @njit
+    def my_erf_fwd(v, t_v):
+        return my_erf(v), t_v * 2.0 / np.sqrt(np.pi) * np.exp(-v * v)
+
+    @njit
+    def my_erf_rev(v, d_ret):
+        return (d_ret * 2.0 / np.sqrt(np.pi) * np.exp(-v * v),)
+
+    enzyme_py.register_derivative(my_erf, forward=my_erf_fwd, reverse=my_erf_rev)
+
+    def named_erf_sum(x):
+        s = 0.0
+        for i in range(x.shape[0]):
+            s += my_erf(x[i]) * x[i]
+        return s
+
+    primal = njit(named_erf_sum)
+    assert primal(x) == pytest.approx(njit(erf_sum)(x), rel=1e-15)
+    h = 1e-6
+    fd = (primal(x + h * t) - primal(x - h * t)) / (2 * h)
+    value, tangent = enzyme_py.derive_diff(named_erf_sum, "f_my_erf", ("dup",),
+                                           mode="forward")(x, t)
+    assert value == pytest.approx(primal(x), rel=1e-15)
+    assert tangent == pytest.approx(fd, rel=1e-7)
+    d_x = np.zeros(3)
+    enzyme_py.derive_diff(named_erf_sum, "d_my_erf", ("dup",))(x, d_x)
+    assert t @ d_x == pytest.approx(tangent, rel=1e-12)

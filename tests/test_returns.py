@@ -571,3 +571,39 @@ def test_returned_arrays_are_not_leaked():
     assert out.returncode == 0, out.stderr[-3000:]
     lines = out.stdout.split("\n")[:8]
     assert lines == ["0 0"] * 8, out.stdout
+
+
+def with_flags(x, y):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += x[i] * x[i] * y
+    return (s, x[0] > 0, x.shape[0], np.argmax(x), int(x[1]), len(x), math.sin(y) * x[2],
+            y < 0.5)
+
+
+def test_integer_and_boolean_tuple_elements_get_zero_tangents_in_every_mode():
+    """Issue 24 item 8: booleans (comparisons) and integers (shape, argmax, int(), len) in a
+    returned tuple have zero tangents in forward mode and take no d_ret part in reverse and
+    split mode; the float elements are checked against finite differences and forward
+    against reverse."""
+    x, y, t_x, t_y = np.array([0.7, 2.4, -1.3]), 0.3, np.array([0.5, -1.0, 2.0]), 0.8
+    f = numba.njit(with_flags)
+    value, tangent = derive_diff(f, None, ["dup", "dup"], mode="forward")(x, t_x.copy(), y, t_y)
+    assert value == f(x, y)
+    assert tangent[1] is False and tangent[7] is False
+    assert tangent[2:6] == (0, 0, 0, 0)
+    h = 1e-6
+    plus, minus = f(x + h * t_x, y + h * t_y), f(x - h * t_x, y - h * t_y)
+    for k in (0, 6):
+        assert tangent[k] == pytest.approx((plus[k] - minus[k]) / (2 * h), rel=1e-7)
+    w = (0.9, -1.7)
+    d_x = np.zeros(3)
+    (g_y,) = derive_diff(f, None, ["dup", "active"])(x, d_x, y, w)
+    assert w[0] * tangent[0] + w[1] * tangent[6] == pytest.approx(t_x @ d_x + t_y * g_y,
+                                                                  rel=1e-12)
+    fwd, rev = derive_diff(f, None, ["dup", "active"], mode="split")
+    d_x2 = np.zeros(3)
+    split_value, tape = fwd(x, d_x2, y)
+    assert split_value == value
+    assert rev(x, d_x2, y, w, tape) == pytest.approx((g_y,), rel=1e-14)
+    np.testing.assert_allclose(d_x2, d_x, rtol=1e-14)

@@ -8,8 +8,10 @@ A call to `f(x, a, n)` (float `x`, float array `a`, integer `n`) in the primal i
 adjoint in `%ret`'s shadow, calls `f_rev(x, a, d_a, n, d_ret)`, which accumulates into `d_a`,
 and adds the gradients it returns to the adjoints of the float arguments. Arrays are passed
 without their owner (null meminfo and parent): the rules only see the memory. An inactive
-argument gets a zero tangent or a zeroed scratch shadow, freed after the call. Rules that may
-raise are refused (`_may_raise`), so their exception slot is a scratch slot of the derivative.
+argument gets a zero tangent or a zeroed scratch shadow, freed after the call. A rule may
+raise (it may call `f` itself, compiled with Numba's default error model, where a division by
+zero raises): its status and exception are handed to the derivative's `deferred_raise`, and
+the derivative raises that exception when it returns, as the primal would have.
 """
 from __future__ import annotations
 
@@ -31,7 +33,6 @@ from ir_passes.known.model import CallContext, ForwardCalls, ReverseCalls
 from .link import llvm_abi
 
 _NULL = Constant(PTR, "null")
-_OK_STATUSES = ("0", "-2")     # Numba's "ok" and "returned None"
 
 
 @dataclass(frozen=True)
@@ -118,7 +119,7 @@ class CustomCall:
                     args.append(_lane(ctx, ctx.tangent(inst.operands[p.positions[0]]), lane))
                 elif p.kind == "array":
                     args += self._shadow_args(ctx, inst, p, scratch, lane)
-            ctx.b.call(fn, args, I32)
+            ctx.deferred_raise().note(ctx.b, ctx.b.call(fn, args, I32), exc)
             tangent = ctx.b.extractvalue(ctx.b.load(rule.out_type, out), (1,))
             ctx.b.store(tangent, ctx.shadow(inst.operands[0], lane))
             for buffer in scratch:
@@ -139,14 +140,14 @@ class CustomCall:
         seed_slot = ctx.shadow(inst.operands[0])
         seed = b.load(t, seed_slot)
         b.store(zero(t), seed_slot)
-        out = ctx.entry_alloca(rule.out_type)
-        args: list[Value] = [out, ctx.entry_alloca(PTR)]
+        out, exc = ctx.entry_alloca(rule.out_type), ctx.entry_alloca(PTR)
+        args: list[Value] = [out, exc]
         scratch: list[Value] = []
         for p in self.params:
             args += self._primal_args(ctx, inst, p)
             if p.kind == "array":
                 args += self._shadow_args(ctx, inst, p, scratch, None)
-        b.call(fn, [*args, seed], I32)
+        ctx.deferred_raise().note(b, b.call(fn, [*args, seed], I32), exc)
         grads = b.load(rule.out_type, out)
         floats = [p for p in self.params if p.kind == "float"]
         for k, p in enumerate(floats):
@@ -221,11 +222,6 @@ class CustomCall:
             raise ctx.diag.unsupported(f"{label} returns {cres.signature.return_type}, "
                                        f"expected {expected}", inst, _CONVENTIONS)
         symbol = cres.fndesc.llvm_func_name
-        if _may_raise(cres.library, symbol):
-            raise ctx.diag.unsupported(
-                f"{label} may raise an exception", inst, "derivative rules must not raise "
-                "(they are compiled with error_model='numpy', so divisions do not): remove "
-                "raise statements, asserts and calls that may raise from the rule")
         self.libraries[symbol] = cres.library
         out_type = parse_type(llvm_abi((), expected)[1])
         return CompiledRule(symbol, out_type, cres.library)
@@ -262,11 +258,3 @@ def _signature(argtypes: tuple) -> str:
 def _first_line(exc: Exception) -> str:
     lines = [line for line in str(exc).splitlines() if line.strip()]
     return lines[0] if lines else type(exc).__name__
-
-
-def _may_raise(library, symbol: str) -> bool:
-    """Whether the optimized rule may return a status other than ok."""
-    text = str(library.get_function(symbol))
-    statuses = [line.split()[-1] for line in text.splitlines()
-                if line.strip().startswith("ret i32")]
-    return any(s not in _OK_STATUSES for s in statuses)

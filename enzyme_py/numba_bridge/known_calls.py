@@ -20,10 +20,13 @@ which gives C's heap memory the same raw-buffer shadows.
 * A reflected list's storage: `NRT_MemInfo_new_varsize_dtor` makes it, `NRT_MemInfo_varsize_
   realloc` resizes it (roles HANDLE_VARSIZE, VARSIZE_REALLOC: the pass gives a list of floats
   a shadow resized with it).
+* A call through a function pointer Numba keeps in a `numba.dynamic.globals.*` global (a
+  ctypes or cffi function, a `cython_special` address) is described for its error, with how
+  to name it (`llvmlite.binding.add_symbol` and an `ExternalFunction`) and register a rule.
 """
 from __future__ import annotations
 
-from ir_passes.known.calls import CallProblem
+from ir_passes.known.calls import CallProblem, describe_pointer_globals
 from ir_passes.known.model import KnownCall, Role, register
 
 from .blas import DOT_RECORD
@@ -61,6 +64,15 @@ _PYTHON_PROBLEM = CallProblem(
     "Python object operation ('{name}') on active values",
     "keep Python objects out of the differentiated function (print() of float values is "
     "supported): work on the values in its caller")
+describe_pointer_globals(
+    "numba.dynamic.globals.",
+    "call through the function pointer {pointer} (a ctypes or cffi function, or a compiled "
+    "function's address, e.g. scipy.special.cython_special's from numba.extending."
+    "get_cython_function_address) with active arguments",
+    "give the address a name and a derivative: llvmlite.binding.add_symbol('my_f', address); "
+    "my_f = numba.types.ExternalFunction('my_f', float64(float64)) (its signature); call my_f "
+    "in the function instead, and enzyme_py.register_derivative(my_f, forward=my_f_fwd, "
+    "reverse=my_f_rev) (or enzyme_py.register_rule('my_f', ...) with its partials)")
 _CONTAINERS = {
     "numba_dict_": ("dict", "Python containers are not differentiable: keep active values in "
                             "NumPy arrays (np.empty), not in a dict"),

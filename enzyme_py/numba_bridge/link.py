@@ -301,8 +301,10 @@ def njit_generated(params: list[str], rest: bool, generate: Callable[[tuple], An
                    **njit_options):
     """An njit dispatcher of `params` (each defaulting to None) or, with `rest`, of `params`
     and ``*rest``, whose body for each set of argument types is the function
-    ``generate(argtypes)`` returns (same parameters; an omitted argument's type is ``none``),
-    compiled directly. Its ``py_func`` calls the dispatcher (so ``njit(d.py_func)`` works)."""
+    ``generate(argtypes)`` returns (same parameters; an omitted argument's type is Numba's
+    ``Omitted``), compiled directly. Its ``py_func`` calls the dispatcher (so
+    ``njit(d.py_func)`` works) and is marked ``_enzyme_generated`` (its defaults are not the
+    user's, `omitted.parameter_defaults`)."""
     if rest:
         signature = arguments = ", ".join(params + ["*rest"])
     else:
@@ -311,6 +313,7 @@ def njit_generated(params: list[str], rest: bool, generate: Callable[[tuple], An
     dispatcher = njit_wrapper(f"def body({signature}):\n    return __self({arguments})\n",
                               "body", scope, as_name=name, **njit_options)
     dispatcher.py_func.__globals__["__self"] = dispatcher
+    dispatcher.py_func._enzyme_generated = True
     base = dispatcher._compiler
     dispatcher._compiler = _GeneratedCompiler(base.py_func, base.targetdescr,
                                               base.targetoptions, base.locals,
@@ -326,8 +329,7 @@ class _GeneratedCompiler(_FunctionCompiler):
         self._generate = generate
 
     def _get_implementation(self, args, kws):
-        return self._generate(tuple(types.none if isinstance(a, types.Omitted) else a
-                                    for a in args))
+        return self._generate(tuple(args))
 
 
 def llvm_abi(argtypes, restype) -> tuple[list[list[str]], str]:

@@ -24,8 +24,8 @@ from ..diagnostics import Diagnostics
 from ..errors import ActivityError
 from ..ir.builder import Builder, add_incoming
 from ..ir.clone import clone_instruction
-from ..ir.types import (DOUBLE, I64, PTR, ArrayType, FloatType, IntType, StructType, Type,
-                        VectorType)
+from ..ir.types import (DOUBLE, I32, I64, PTR, ArrayType, FloatType, IntType, StructType,
+                        Type, VectorType)
 from ..ir.values import (NULL, Argument, Block, Constant, Function, Instruction, Module,
                          Value, const_int, zero)
 from ..known.array_layout import DATA, MEMINFO, PARENT
@@ -43,6 +43,7 @@ from .forward_returns import complete_tangent
 from .lanes import gather, lane_pointers, vector_of
 from .listed_pointers import is_list_item_load, is_list_item_store, list_item_shadow
 from .lanes import lane as lane_of
+from .raising import DeferredRaise
 from .reverse.parked_shadows import emit_release_all, release_symbol
 from .returns import pack_results, release_arrays, return_slot
 from .taped_pointers import (is_taped_pointer_load, is_taped_pointer_store, reads_taped_shadows,
@@ -88,6 +89,8 @@ class _Forward:
         self.blocks: dict[Block, Block] = {}
         self.phis: list[tuple[Instruction, Instruction,
                               Instruction | None, Instruction | None]] = []
+        self.rets: list[Instruction] = []
+        self.deferred: DeferredRaise | None = None
 
     # ------------------------------------------------------------ driver
     def run(self) -> Function:
@@ -119,6 +122,7 @@ class _Forward:
             for inst in block.instructions:
                 self._visit(inst)
         self._fill_phis()
+        self._report_deferred()
         return self.fn
 
     def _seeds(self) -> tuple[set[Argument], set[Argument]]:
@@ -532,7 +536,23 @@ class _Forward:
                     results = value if keep else None
         pack_results(b, self.sig.retptr, spec.ret_type, results, self.diag)
         self.kept.park_all(b)
-        b.ret(self._map(inst.operands[0]))
+        self.rets.append(b.ret(self._map(inst.operands[0])))
+
+    def deferred_raise(self) -> DeferredRaise:
+        """Where calls report exceptions the derivative raises when it returns."""
+        if self.deferred is None:
+            self.deferred = DeferredRaise(self.entry_alloca(I32, const_int(I32, 0)),
+                                          self.entry_alloca(PTR))
+        return self.deferred
+
+    def _report_deferred(self) -> None:
+        """Each return reports the first exception a call deferred (all returns are emitted
+        by then: a block visited early may return after a call emitted later)."""
+        if self.deferred is None:
+            return
+        for ret in self.rets:
+            self.b.position_before(ret)
+            ret.operands[0] = self.deferred.returned(self.b, self.sig.excinfo, ret.operands[0])
 
     def _write_tangent_lanes(self, lanes: Value) -> None:
         b = self.b

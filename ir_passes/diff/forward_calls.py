@@ -46,7 +46,10 @@ def forward_call(fw: _Forward, inst: Instruction, callee: Function,
         args.append(fw.value(op))
         if p.activity.has_shadow:
             args.append(fw.shadow_of(op, inst) if op.type.is_pointer else fw.tangent(op))
-    fw.vmap[inst] = b.call(tangent_fn, args, I32)
+    fw.vmap[inst] = status = b.call(tangent_fn, args, I32)
+    # the primal's own check of this status may have been folded away (the callee never
+    # fails), but a rule inside its derivative may
+    fw.deferred_raise().note(b, status, args[1])
     if spec.ret_type is None:
         return
     result = b.load(spec.ret_type, out)

@@ -12,7 +12,7 @@ from ..ir.builder import Builder, add_incoming
 from ..ir.types import I32, I64, PTR, ArrayType, StructType, Type
 from ..ir.values import Constant, Function, Module, Value, const_int, zero
 from ..known.array_layout import DATA, ITEMSIZE, MEMINFO, NITEMS, PARENT, SHAPE, STRIDES
-from .returns import ReturnSlot
+from .returns import ReturnSlot, aggregate_fields
 from .shadows import allocate_shadow
 from .spec import DiffSpec
 
@@ -28,21 +28,13 @@ def complete_tangent(b: Builder, fn: Function, module: Module, spec: DiffSpec,
     if untracked_arrays:
         for path in spec.ret_arrays:
             tangent = _zero_if_untracked(b, fn, module, value, tangent, path)
-    elements = _elements(slot.type)
+    elements = aggregate_fields(slot.type)
     if elements and all(len(leaf.path) == 1 for leaf in slot.leaves):
         kept = {leaf.path[0] for leaf in slot.leaves} | {p[0] for p in spec.ret_arrays}
         for i, t in enumerate(elements):
             if i not in kept:
                 tangent = b.insertvalue(tangent, zero(t), (i,))
     return tangent
-
-
-def _elements(t: Type) -> tuple[Type, ...]:
-    if isinstance(t, StructType):
-        return t.elements
-    if isinstance(t, ArrayType):
-        return (t.element,) * t.count
-    return ()
 
 
 def _zero_if_untracked(b: Builder, fn: Function, module: Module, value: Value,

@@ -5,15 +5,23 @@ Numba's ABI reports an exception by storing, through `excinfo`, a pointer to a c
 and returning status 1; the caller (Python wrapper or enclosing `@njit` code) re-raises it.
 Used for errors that only the derivative can see, e.g. a `d_ret` of the wrong shape, or
 that only a run can (`raise_unless`: a matrix whose derivative is not defined).
+
+`DeferredRaise` carries an exception a call inside the derivative reported (a user's rule,
+which may call the primal, compiled with Numba's default error model; a callee's
+derivative) to the derivative's returns: the first failure's status and excinfo are kept in
+two stack slots, the derivative runs on with the values it has (its results are discarded,
+the caller raises), and each return reports that failure instead of its own status. No new
+exits: the reverse pass still frees its tape, and blocks are never split.
 """
 from __future__ import annotations
 
 import hashlib
 import pickle
+from dataclasses import dataclass
 
 from ..ir.builder import Builder
 from ..ir.split import split_before
-from ..ir.types import I32
+from ..ir.types import I32, PTR
 from ..ir.values import Block, GlobalRef, Instruction, Module, Value, const_int
 
 
@@ -56,3 +64,29 @@ def raise_unless(module: Module, inst: Instruction, ok: Value, exc: type,
     b.cbr(ok, rest, fail)
     b.position_at_end(fail)
     raise_exception(b, module, fn.args[1], exc, message)
+
+
+_NONE_RETURNED = -2          # Numba's status of a function that returned None (not a failure)
+
+
+@dataclass(frozen=True)
+class DeferredRaise:
+    status: Value            # i32 slot, initially 0: the first failure's status
+    excinfo: Value           # ptr slot: the first failure's exception
+
+    def note(self, b: Builder, status: Value, excinfo: Value) -> None:
+        """After a call that returned `status`, its exception (if any) in the slot `excinfo`."""
+        failed = b.binop("and", b.icmp("ne", status, const_int(I32, 0)),
+                         b.icmp("ne", status, const_int(I32, _NONE_RETURNED)))
+        noted = b.load(I32, self.status)
+        first = b.binop("and", failed, b.icmp("eq", noted, const_int(I32, 0)))
+        b.store(b.select(first, status, noted), self.status)
+        b.store(b.load(PTR, excinfo), b.select(first, self.excinfo, excinfo))
+
+    def returned(self, b: Builder, excinfo: Value, status: Value) -> Value:
+        """The status to return instead of `status`: the first failure's, if any, with its
+        exception stored through the derivative's `excinfo` argument."""
+        noted = b.load(I32, self.status)
+        failed = b.icmp("ne", noted, const_int(I32, 0))
+        b.store(b.load(PTR, self.excinfo), b.select(failed, excinfo, self.excinfo))
+        return b.select(failed, noted, status)

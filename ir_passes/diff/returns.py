@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from ..analysis.activity import carries_float
 from ..diagnostics import Diagnostics
 from ..ir.builder import Builder
-from ..ir.types import I32, PTR, ArrayType, StructType, Type
-from ..ir.values import Argument, Constant, Function, Instruction, Module, Value, const_int
+from ..ir.types import I1, I8, I32, PTR, ArrayType, StructType, Type
+from ..ir.values import (Argument, Constant, Function, Instruction, Module, Value, const_int,
+                         zero)
 from ..known.array_layout import MEMINFO
 from .shadows import release
 from .spec import DiffSpec, ReturnLeaf
@@ -93,13 +94,43 @@ def _pack(b: Builder, t: Type, results: Results, diag: Diagnostics) -> Value:
         return Constant(PTR, "null")
     if isinstance(results, list):
         assert isinstance(t, (StructType, ArrayType)), f"{len(results)} results for type {t}"
-        fields = t.elements if isinstance(t, StructType) else (t.element,) * t.count
+        fields = aggregate_fields(t)
         if len(fields) != len(results):
             raise diag.unsupported(f"{len(results)} results do not fit return type {t}")
         agg: Value = Constant(t, "poison")
         for i, (ft, r) in enumerate(zip(fields, results)):
             agg = b.insertvalue(agg, _pack(b, ft, r, diag), (i,))
         return agg
-    if results.type != t:
+    fitted = _fit(b, results, t)
+    if fitted is None:
         raise diag.unsupported(f"result of type {results.type} does not fit return type {t}")
-    return results
+    return fitted
+
+
+def _fit(b: Builder, v: Value, t: Type) -> Value | None:
+    """`v` as type `t` when the two differ at most in how booleans are held: `i8` in memory
+    and in Numba's return slot, `i1` inside a returned tuple's value (the forward derivative
+    returns `(value, tangent)` of a tuple with a boolean element). None if they differ more."""
+    if v.type == t:
+        return v
+    if {v.type, t} == {I1, I8}:
+        return b.icmp("ne", v, zero(I8)) if t == I1 else b.cast("zext", v, I8)
+    fields, given = aggregate_fields(t), aggregate_fields(v.type)
+    if not fields or len(fields) != len(given) or type(t) is not type(v.type):
+        return None
+    agg: Value = Constant(t, "poison")
+    for i, ft in enumerate(fields):
+        part = _fit(b, b.extractvalue(v, (i,)), ft)
+        if part is None:
+            return None
+        agg = b.insertvalue(agg, part, (i,))
+    return agg
+
+
+def aggregate_fields(t: Type) -> tuple[Type, ...]:
+    """The field types of a struct or array type (() for other types)."""
+    if isinstance(t, StructType):
+        return t.elements
+    if isinstance(t, ArrayType):
+        return (t.element,) * t.count
+    return ()

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 
 from ..ir.types import FloatType, IntType
-from ..ir.values import Argument, Instruction
+from ..ir.values import Argument, GlobalRef, Instruction, Value
 from .model import KnownCall, known_call, register
 
 
@@ -28,6 +28,27 @@ def describe_symbol(symbol: str, what: str, hint: str) -> None:
     """Let a front end describe a function it knows will stay an opaque call (e.g. a Numba
     function whose IR could not be captured), for the error of an active call to it."""
     register(KnownCall(symbol, problem=CallProblem(what, hint)))
+
+
+_POINTER_GLOBALS: dict[str, CallProblem] = {}
+
+
+def describe_pointer_globals(prefix: str, what: str, hint: str) -> None:
+    """Let a front end describe calls through function pointers loaded from the globals it
+    names `prefix...` (Numba keeps a ctypes or cffi function's address in one), for the error
+    of an active call; `{pointer}` in `what` becomes the pointer's name."""
+    _POINTER_GLOBALS[prefix] = CallProblem(what, hint)
+
+
+def _pointer_global_problem(callee: Value) -> CallProblem | None:
+    """The front end's description of a function pointer loaded from one of its globals."""
+    while isinstance(callee, Instruction) and callee.opcode == "bitcast":
+        callee = callee.operands[0]
+    if not (isinstance(callee, Instruction) and callee.opcode == "load"
+            and isinstance(callee.operands[0], GlobalRef)):
+        return None
+    name = callee.operands[0].name or ""
+    return next((p for prefix, p in _POINTER_GLOBALS.items() if name.startswith(prefix)), None)
 
 
 def known_problem(name: str | None) -> CallProblem | None:
@@ -46,6 +67,10 @@ def known_problem(name: str | None) -> CallProblem | None:
 def call_problem(inst: Instruction) -> CallProblem:
     """Why an active call cannot be differentiated, and what to do instead."""
     if isinstance(inst.callee, (Argument, Instruction)):
+        described = _pointer_global_problem(inst.callee)
+        if described is not None:
+            return CallProblem(described.what.format(pointer=f"%{inst.callee.name}"),
+                               described.hint)
         return CallProblem(f"indirect call through the function pointer %{inst.callee.name} "
                            "with active arguments",
                            "not supported yet: call the function by its name")

@@ -26,6 +26,7 @@ from ..ir.types import FloatType, Type
 from ..ir.values import Instruction, Module, Value
 
 if TYPE_CHECKING:
+    from ..diff.raising import DeferredRaise
     from ..diagnostics import Diagnostics
     from ..ir.builder import Builder
     from .calls import CallProblem
@@ -77,6 +78,7 @@ class ForwardCalls(CallContext, Protocol):
     def tangent(self, v: Value) -> Value: ...      # of a float value (a vector of lanes)
     def shadow(self, ptr: Value, lane: int) -> Value: ...
     def entry_alloca(self, t: Type) -> Value: ...  # a scratch stack slot
+    def deferred_raise(self) -> DeferredRaise: ...  # exceptions raised when it returns
 
 
 class ReverseCalls(CallContext, Protocol):
@@ -85,6 +87,7 @@ class ReverseCalls(CallContext, Protocol):
     def element_type(self, ptr: Value) -> FloatType | None: ...   # floats the memory holds
     def add_adjoint(self, v: Value, delta: Value) -> None: ...    # of a float operand
     def entry_alloca(self, t: Type) -> Value: ...  # a scratch stack slot
+    def deferred_raise(self) -> DeferredRaise: ...  # exceptions raised when it returns
 
 
 @dataclass(frozen=True)

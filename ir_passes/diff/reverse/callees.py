@@ -175,7 +175,8 @@ def emit_reverse_call(st: ReverseState, avail: Availability, ctx: BlockContext,
     halves = st.call_halves[inst]
     spec = halves.spec
     out = st.alloca(spec.ret_type, "call.grads")     # type: ignore[arg-type]
-    args: list[Value] = [out, st.zeroed_alloca(PTR, "call.excinfo")]
+    excinfo = st.zeroed_alloca(PTR, "call.excinfo")
+    args: list[Value] = [out, excinfo]
     for p in spec.params:
         op = inst.operands[p.args[0]]
         args.append(avail.value(ctx, op))
@@ -194,7 +195,8 @@ def emit_reverse_call(st: ReverseState, avail: Availability, ctx: BlockContext,
         state = avail.value(ctx, halves.state)
     null, one, zero64 = Constant(PTR, "null"), const_int(I64, 1), const_int(I64, 0)
     args += [null, null, zero64, one, state, zero64, one]
-    b.call(GlobalRef(spec.split.reverse), args, I32)   # type: ignore[union-attr]
+    status = b.call(GlobalRef(spec.split.reverse), args, I32)   # type: ignore[union-attr]
+    st.deferred_raise().note(b, status, excinfo)       # a rule in the callee's reverse raised
     if halves.state is None:          # its buffer parked for the next iteration's
         park_shadow(b, st.module, state_slot(st.module, spec.split.forward),  # type: ignore
                     b.extractvalue(array, (MEMINFO,)), b.extractvalue(array, (NITEMS,)))

@@ -7,6 +7,7 @@ from ...ir.types import FloatType, Type
 from ...ir.values import Instruction, Value
 from ...known.model import call_record
 from ..common import describe_memory
+from ..raising import DeferredRaise
 from .availability import Availability, BlockContext
 from .state import ReverseState
 
@@ -47,6 +48,9 @@ class ReverseCallContext:
 
     def entry_alloca(self, t: Type) -> Value:
         return self.st.zeroed_alloca(t, "call.scratch")
+
+    def deferred_raise(self) -> DeferredRaise:
+        return self.st.deferred_raise()
 
 
 def emits_reverse(st: ReverseState, inst: Instruction) -> bool:

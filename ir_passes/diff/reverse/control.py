@@ -66,7 +66,8 @@ class ReverseControl:
             release_arrays(b, st.module, st.spec, self.primal_value)
         pack_results(b, st.sig.retptr, st.spec.ret_type, results, st.diag)
         st.release_tapes(b)
-        b.ret(const_int(I32, 0))
+        ok = const_int(I32, 0)
+        b.ret(st.deferred.returned(b, st.sig.excinfo, ok) if st.deferred is not None else ok)
 
     def block(self, block: Block) -> None:
         """The reverse of `block`: pop its tape frame, adjoints of its instructions

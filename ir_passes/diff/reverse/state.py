@@ -11,12 +11,13 @@ from ...analysis.temporaries import data_accesses
 from ...analysis.types import analyze_memory_types
 from ...diagnostics import Diagnostics
 from ...ir.builder import Builder
-from ...ir.types import I64, Type
+from ...ir.types import I32, I64, PTR, Type
 from ...ir.values import Block, Function, GlobalRef, Instruction, Module, Value, const_int, zero
 from ...known.array_layout import DATA
 from ..allocations import growable_allocations, returns_memory, shadowed_allocations
 from ..callees import hidden_shadows, not_inlined_callees
 from ..common import refuse_known_problem_calls
+from ..raising import DeferredRaise
 from ..returns import is_exceptional_return, return_slot
 from ..rules import lookup
 from ..rules.emitter import MathEmitter
@@ -61,6 +62,7 @@ class ReverseState:
         self.carriable: dict[tuple[Value, Block], list[tuple[Block, Instruction]]] = {}
         self.slot_loads: dict[Block, list[Instruction]] = {}
         self.phis: list[tuple[Instruction, Instruction]] = []   # primal phi -> forward phi
+        self.deferred: DeferredRaise | None = None      # exceptions raised at the end
         self.pending_counters: list[tuple[Loop, Instruction]] = []   # forward counter phis
         self.returns: list[tuple[Block, Value]] = []   # normal returns and their status
         self.slot = return_slot(self.primal, spec)
@@ -168,6 +170,14 @@ class ReverseState:
         slot = self.alloca(t, name)
         Builder(self.entry).store(value if value is not None else zero(t), slot)
         return slot
+
+    def deferred_raise(self) -> DeferredRaise:
+        """Where reverse calls report exceptions the derivative raises when it returns
+        (`control.finish`)."""
+        if self.deferred is None:
+            self.deferred = DeferredRaise(self.zeroed_alloca(I32, "deferred.status"),
+                                          self.zeroed_alloca(PTR, "deferred.excinfo"))
+        return self.deferred
 
     def map(self, v: Value) -> Value:
         """The forward pass's copy of primal value `v`."""
