@@ -171,7 +171,7 @@ def gep_offset(gep: Instruction) -> int | None:
     for index in indices[1:]:
         k = index.value  # type: ignore[attr-defined]
         if isinstance(t, StructType):
-            offset += _field_offset(t, k)
+            offset += field_offset(t, k)
             t = t.elements[k]
         elif isinstance(t, (ArrayType, VectorType)):
             t = t.element
@@ -181,7 +181,7 @@ def gep_offset(gep: Instruction) -> int | None:
     return offset
 
 
-def _field_offset(t: StructType, k: int) -> int:
+def field_offset(t: StructType, k: int) -> int:
     """Byte offset of element `k` of struct `t` (natural alignment unless packed)."""
     offset = 0
     for i, e in enumerate(t.elements[:k + 1]):
