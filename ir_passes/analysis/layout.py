@@ -23,8 +23,7 @@ import math
 from dataclasses import dataclass
 
 from ..ir.printer import Namer
-from ..ir.types import (ArrayType, FloatType, IntType, StructType, Type, VectorType,
-                        size_of)
+from ..ir.types import ArrayType, FloatType, IntType, StructType, Type, VectorType, size_of
 from ..ir.values import ConstInt, Function, Instruction, Value
 from ..known.memory import memory_intrinsic_kind, pointer_bases
 from ..known.model import call_record
@@ -87,9 +86,10 @@ def analyze_layout(fn: Function, known: dict[Value, Type] | None = None) -> Memo
     for inst in fn.instructions():
         if inst.opcode in ("load", "store"):
             ptr = inst.operands[0] if inst.opcode == "load" else inst.operands[1]
+            scalars = _scalars(_accessed_type(inst),
+                               PTR if _pointer_bits(inst, int_pointers) else None)
             for base, span in spans(ptr, 0):
-                kind = PTR if _pointer_bits(inst, int_pointers) else None
-                for offset, size, kind in _scalars(_accessed_type(inst), kind):
+                for offset, size, kind in scalars:
                     held.setdefault(base, set()).add((span.shifted(offset, size), kind))
         elif inst.opcode == "call":
             if memory_intrinsic_kind(inst.callee_name or "") == "copy":
@@ -118,7 +118,15 @@ def spans(ptr: Value, size: int) -> list[tuple[Value, Span]]:
 
 
 def _gep_terms(gep: Instruction) -> tuple[int | None, int]:
-    """(constant byte offset, gcd of the strides of its run-time indices)."""
+    """(constant byte offset, gcd of the strides of its run-time indices); (None, 0) through
+    a named struct, whose body the function does not carry."""
+    try:
+        return _sized_gep_terms(gep)
+    except TypeError:
+        return None, 0
+
+
+def _sized_gep_terms(gep: Instruction) -> tuple[int | None, int]:
     t: Type = gep.source_type  # type: ignore[assignment]
     offset, stride = 0, 0
     for n, index in enumerate(gep.operands[1:]):
@@ -167,13 +175,21 @@ def _pointer_bits(inst: Instruction, int_pointers: set[Value]) -> bool:
 
 
 def _scalars(t: Type, kind: str | None, at: int = 0) -> list[tuple[int, int, str]]:
-    """(offset, size, kind) of each scalar of a value of type `t`."""
+    """(offset, size, kind) of each scalar of a value of type `t` (size 0: everywhere)."""
+    try:
+        return _sized_scalars(t, kind, at)
+    except TypeError:                       # a named struct inside: anything, anywhere
+        return [(at, 0, UNKNOWN)]
+
+
+def _sized_scalars(t: Type, kind: str | None, at: int = 0) -> list[tuple[int, int, str]]:
     if isinstance(t, StructType):
         return [s for i, e in enumerate(t.elements)
-                for s in _scalars(e, kind, at + field_offset(t, i))]
+                for s in _sized_scalars(e, kind, at + field_offset(t, i))]
     if isinstance(t, (ArrayType, VectorType)):
         step = size_of(t.element)
-        return [s for i in range(t.count) for s in _scalars(t.element, kind, at + i * step)]
+        return [s for i in range(t.count)
+                for s in _sized_scalars(t.element, kind, at + i * step)]
     return [(at, size_of(t), kind or kind_of(t))]
 
 

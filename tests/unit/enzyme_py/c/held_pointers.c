@@ -58,10 +58,18 @@ void set_data(vec *v, double *x, long n) {     /* a dup pointer stored into dup 
   for (long i = 0; i < n; i++) v->data[i] = v->data[i] * v->data[i];
 }
 
+void swap_square(double **rows, int m, int n) {    /* pointers stored into dup memory */
+  double *first = rows[0];
+  rows[0] = rows[m - 1];
+  rows[m - 1] = first;
+  for (int i = 0; i < m; i++)
+    for (int j = 0; j < n; j++) rows[i][j] = rows[i][j] * rows[0][j] + (i + 1.0) * rows[i][j];
+}
+
 typedef union { double *p; double d; } either;
 double punned(either *u, long i) {
   u[i].d = 2.0 * u[i].d;                        /* a float and a pointer in the same bytes */
-  return (u[0].p)[0];                           /* line 64 */
+  return (u[0].p)[0];                           /* line 72 */
 }
 
 /* The primals as the tests call them (flat arrays in, the structs built here). */
@@ -73,6 +81,9 @@ static void as_rows(double **rows, double *x, long m, long n) {
 }
 double rows_weighted_flat(double *x, long m, long n) {
   double *rows[16]; as_rows(rows, x, m, n); return rows_weighted(rows, (int)m, (int)n);
+}
+void swap_square_flat(double *x, long m, long n) {
+  double *rows[16]; as_rows(rows, x, m, n); swap_square(rows, (int)m, (int)n);
 }
 void rows_square_flat(double *x, long m, long n) {
   double *rows[16]; as_rows(rows, x, m, n); rows_square(rows, (int)m, (int)n);

@@ -26,7 +26,9 @@ from tests.support.gradcheck import check_forward, check_inner_product, check_re
 from tests.support.kernel import Kernel
 from tests.unit.enzyme_py.c.conftest import HAVE_CLANG
 
-SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "held_pointers.c")
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE = os.path.join(HERE, "held_pointers.c")
+CXX_SOURCE = os.path.join(HERE, "held_vector.cpp")       # std::vector<double> const &
 _P, _L, _D = ctypes.c_void_p, ctypes.c_long, ctypes.c_double
 
 
@@ -111,6 +113,7 @@ class Case:
     make_args: Callable
     outputs: tuple[int, ...] = ()
     const: tuple[int, ...] = ()
+    source: str = SOURCE
 
 
 def _arr(rng, *shape):
@@ -165,26 +168,32 @@ CASES = [
     Case("rows_weighted", _rows, _on_matrix, lambda rng: (_arr(rng, 3, 4), 3, 4)),
     Case("rows_square", _rows, _on_matrix, lambda rng: (_arr(rng, 3, 4), 3, 4),
          outputs=(0,)),
+    Case("swap_square", _rows, _on_matrix, lambda rng: (_arr(rng, 3, 4), 3, 4),
+         outputs=(0,)),
     Case("deep", _outer, _on_deep, lambda rng: (_arr(rng, 1), _arr(rng, 5))),
     Case("dvec_dot", _dvectors, _on_two, lambda rng: (_arr(rng, 6), _arr(rng, 6))),
     Case("const_index", _const_index, _on_index,
          lambda rng: (np.array([3, 0, 2, 1], dtype=np.int32), _arr(rng, 4), 4)),
     Case("set_data", _set_data, _on_set, lambda rng: (np.zeros(4), _arr(rng, 4), 4),
          outputs=(1,)),
+    Case("vdot", _dvectors, _on_two, lambda rng: (_arr(rng, 6), _arr(rng, 6)),
+         source=CXX_SOURCE),
 ]
 OPTS = ("-O0", "-O2")
 
 
 @functools.lru_cache(maxsize=None)
-def _build(opt: str) -> tuple[str, ctypes.CDLL]:
-    """held_pointers.c as IR (what `derive` reads) and as a library (the primal), at `opt`
-    (-O2 without vectorisation, as the front end compiles: vectors are not this test's)."""
+def _build(opt: str, source: str = SOURCE) -> tuple[str, ctypes.CDLL]:
+    """`source` as IR (what `derive` reads) and as a library (the primal), at `opt` (-O2
+    without vectorisation, as the front end compiles: vectors are not this test's)."""
     tmp = tempfile.mkdtemp(prefix="enzyme_py_held_")
-    flags = [opt, "-fno-vectorize", "-fno-slp-vectorize"]
+    flags = [opt, "-fno-vectorize", "-fno-slp-vectorize", "-fno-exceptions"]
     ll, so = os.path.join(tmp, "held.ll"), os.path.join(tmp, "libheld.so")
-    subprocess.run(["clang-22", *flags, "-gline-tables-only", "-emit-llvm", "-S", SOURCE,
+    subprocess.run(["clang-22", *flags, "-gline-tables-only", "-emit-llvm", "-S", source,
                     "-o", ll], check=True)
-    subprocess.run(["clang-22", *flags, "-shared", "-fPIC", SOURCE, "-o", so], check=True)
+    libs = ["-lstdc++"] if source.endswith(".cpp") else []
+    subprocess.run(["clang-22", *flags, "-shared", "-fPIC", source, "-o", so, *libs],
+                   check=True)
     return ll, ctypes.CDLL(so)
 
 
@@ -194,15 +203,15 @@ def _c_args(values) -> list:
 
 
 _FLAT_TYPES = {"pp_cube": [_P, _L], "vec_norm2": [_P, _L], "pair_axpy": [_P, _P, _L, _D],
-               "rows_weighted": [_P, _L, _L], "rows_square": [_P, _L, _L],
+               "rows_weighted": [_P, _L, _L], "rows_square": [_P, _L, _L], "swap_square": [_P, _L, _L],
                "deep": [_P, _P, _L], "dvec_dot": [_P, _P, _L], "const_index": [_P, _P, _L],
-               "set_data": [_P, _P, _L]}
-_VOID = ("pair_axpy", "rows_square", "set_data")
+               "set_data": [_P, _P, _L], "vdot": [_P, _P, _L]}
+_VOID = ("pair_axpy", "rows_square", "swap_square", "set_data")
 
 
 @functools.lru_cache(maxsize=None)
 def _kernel(case: Case, opt: str) -> Kernel:
-    flat = getattr(_build(opt)[1], f"{case.name}_flat")
+    flat = getattr(_build(opt, case.source)[1], f"{case.name}_flat")
     flat.restype = None if case.name in _VOID else _D
     flat.argtypes = _FLAT_TYPES[case.name]
     return Kernel(f"{case.name}{opt}", case.primal(flat), case.make_args,
@@ -228,7 +237,7 @@ def _derive(case: Case, opt: str):
             words = [_activity(v, mode) for v in values]
             key = ",".join(words)
             if key not in c_acts:
-                c_acts[key] = derive(_build(opt)[0], case.name, key, mode=mode)
+                c_acts[key] = derive(_build(opt, case.source)[0], case.name, key, mode=mode)
             args = []
             for v, s, w in zip(values, shadows, words):
                 args += _c_args([v]) + (_c_args([s]) if w == "dup" else [])
@@ -280,4 +289,4 @@ def test_pointer_loaded_where_floats_live_is_refused():
             derive(SOURCE, "punned", "dup,const", mode=mode)
         text = str(err.value)
         assert "pointer loaded from shadowed memory whose bytes also hold floats" in text
-        assert "held_pointers.c:64" in text
+        assert "held_pointers.c:72" in text
