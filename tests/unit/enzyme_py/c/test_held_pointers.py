@@ -290,3 +290,15 @@ def test_pointer_loaded_where_floats_live_is_refused():
         text = str(err.value)
         assert "pointer loaded from shadowed memory whose bytes also hold floats" in text
         assert "held_pointers.c:72" in text
+
+
+def test_pointer_without_shadow_stored_into_dup_memory_is_refused():
+    """A const array's address stored into a dup struct: a pointer loaded back from there
+    (by the caller too) would have no shadow; refused, naming the store and its C line."""
+    from enzyme_py.c import derive
+    from ir_passes.errors import UnsupportedError
+    for mode in ("reverse", "forward"):
+        with pytest.raises(UnsupportedError) as err:
+            derive(SOURCE, "keep_const", "dup,const,const", mode=mode)
+        text = str(err.value)
+        assert "pointer without a derivative" in text and "held_pointers.c:104" in text
