@@ -177,7 +177,8 @@ class Stages:
     def activity(self) -> ActivityInfo:
         return analyze_activity(self.primal, *activity_seeds(self.primal, self.spec),
                                 not_inlined_callees(self.module),
-                                known_element_types(self.primal, self.spec))
+                                known_element_types(self.primal, self.spec),
+                                self.module.named_types)
 
     def activity_text(self) -> str:
         return (print_activity(self.primal, self.activity).rstrip("\n") + "\n"

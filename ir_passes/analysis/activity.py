@@ -64,12 +64,13 @@ class ActivityInfo:
 
 def analyze_activity(fn: Function, varied_args: set[Argument], shadowed_args: set[Argument],
                      callees: Collection[str] = (),
-                     known: dict[Value, Type] | None = None) -> ActivityInfo:
+                     known: dict[Value, Type] | None = None,
+                     named: dict[str, Type] | None = None) -> ActivityInfo:
     """`callees`: the functions defined beside `fn` that it calls without inlining them
     (their derivatives are their own functions): such a call handed an active value may store
-    active values into every function-local float memory it is handed. `known`: element
-    types the front end knows (`layout.analyze_layout`)."""
-    layout = analyze_layout(fn, known)
+    active values into every function-local float memory it is handed. `known`, `named`: the
+    element types the front end knows and the module's struct types (`layout`)."""
+    layout = analyze_layout(fn, known, named)
     varied: set[Value] = set(varied_args)
     shadowed: set[Value] = set(shadowed_args)
     stores = PointerStores(fn, callees)

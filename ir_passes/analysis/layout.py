@@ -7,10 +7,10 @@ what its bytes hold: FLOAT, INT or PTR (an integer made from a pointer by `ptrto
 only made into one by `inttoptr`, is a PTR; an aggregate or vector access says it per
 element). Where the access lies is a `Span`: a constant byte offset from the base (GEPs with
 constant indices), repeated every `stride` bytes for run-time indices (the elements of an
-array), anywhere for an offset through a phi or select. `llvm.memcpy` with constant extents
-carries the kinds of the copied bytes to the other side (they are the same bytes); one with
-unknown extents, and memory handed to calls that are not known to leave it alone, make the
-bytes they may touch UNKNOWN. The front end seeds the element types it knows (an array
+array), anywhere for an offset through a phi or select. `llvm.memcpy` / `memmove` carry the
+kinds of the copied bytes to the other side, at the same offset from the copy's start (they
+are the same bytes; modulo the strides of a copy at a run-time index); memory handed to calls
+that are not known to leave it alone holds UNKNOWN bytes. The front end seeds the element types it knows (an array
 parameter's dtype, over its whole data).
 
 What the model decides (`MemoryLayout.kinds`): whether an integer loaded from shadowed
@@ -19,11 +19,14 @@ loaded from it is a pointer (no float lives there either). Printable with `print
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
+from typing import Callable
 
 from ..ir.printer import Namer
-from ..ir.types import ArrayType, FloatType, IntType, StructType, Type, VectorType, size_of
+from ..ir.types import (ArrayType, FloatType, IntType, NamedStructType, StructType, Type,
+                        VectorType, size_of)
 from ..ir.values import ConstInt, Function, Instruction, Value
 from ..known.memory import memory_intrinsic_kind, pointer_bases
 from ..known.model import call_record
@@ -76,8 +79,11 @@ class MemoryLayout:
         return self.kinds(ptr, size) <= allowed
 
 
-def analyze_layout(fn: Function, known: dict[Value, Type] | None = None) -> MemoryLayout:
-    """`known`: element types the front end knows (an array argument's dtype)."""
+def analyze_layout(fn: Function, known: dict[Value, Type] | None = None,
+                   named: dict[str, Type] | None = None) -> MemoryLayout:
+    """`known`: element types the front end knows (an array argument's dtype); `named`: the
+    module's named struct types (`%struct.vec`), by name."""
+    resolve = functools.partial(_resolved, named or {})
     held: dict[Value, set[Access]] = {}
     for base, t in (known or {}).items():
         held.setdefault(base, set()).add((Span(0, size_of(t), size_of(t)), kind_of(t)))
@@ -86,9 +92,9 @@ def analyze_layout(fn: Function, known: dict[Value, Type] | None = None) -> Memo
     for inst in fn.instructions():
         if inst.opcode in ("load", "store"):
             ptr = inst.operands[0] if inst.opcode == "load" else inst.operands[1]
-            scalars = _scalars(_accessed_type(inst),
+            scalars = _scalars(resolve(_accessed_type(inst)),
                                PTR if _pointer_bits(inst, int_pointers) else None)
-            for base, span in spans(ptr, 0):
+            for base, span in spans(ptr, 0, resolve):
                 for offset, size, kind in scalars:
                     held.setdefault(base, set()).add((span.shifted(offset, size), kind))
         elif inst.opcode == "call":
@@ -96,18 +102,20 @@ def analyze_layout(fn: Function, known: dict[Value, Type] | None = None) -> Memo
                 copies.append(inst)
             elif memory_intrinsic_kind(inst.callee_name or "") is None:
                 _touch_unknown(inst, held)
-    _carry_copies(copies, held)
+    _carry_copies(copies, held, resolve)
     return MemoryLayout({b: tuple(sorted(a, key=str)) for b, a in held.items()})
 
 
-def spans(ptr: Value, size: int) -> list[tuple[Value, Span]]:
-    """The objects `ptr` may address and where in them (`size` bytes)."""
+def spans(ptr: Value, size: int, resolve: Callable[[Type], Type] | None = None
+          ) -> list[tuple[Value, Span]]:
+    """The objects `ptr` may address and where in them (`size` bytes); `resolve` gives the
+    body of a named struct type."""
     start: int | None = 0
     stride = 0
     p = ptr
     while isinstance(p, Instruction) and p.opcode in ("getelementptr", *_CASTS):
         if p.opcode == "getelementptr":
-            step, every = _gep_terms(p)
+            step, every = _gep_terms(p, resolve or (lambda t: t))
             start = None if start is None or step is None else start + step
             stride = math.gcd(stride, every)
         p = p.operands[0]
@@ -117,17 +125,16 @@ def spans(ptr: Value, size: int) -> list[tuple[Value, Span]]:
     return [(p, Span(start, stride, size))]
 
 
-def _gep_terms(gep: Instruction) -> tuple[int | None, int]:
+def _gep_terms(gep: Instruction, resolve: Callable[[Type], Type]) -> tuple[int | None, int]:
     """(constant byte offset, gcd of the strides of its run-time indices); (None, 0) through
-    a named struct, whose body the function does not carry."""
+    a named struct whose body is not known."""
     try:
-        return _sized_gep_terms(gep)
+        return _sized_gep_terms(gep, resolve(gep.source_type))  # type: ignore[arg-type]
     except TypeError:
         return None, 0
 
 
-def _sized_gep_terms(gep: Instruction) -> tuple[int | None, int]:
-    t: Type = gep.source_type  # type: ignore[assignment]
+def _sized_gep_terms(gep: Instruction, t: Type) -> tuple[int | None, int]:
     offset, stride = 0, 0
     for n, index in enumerate(gep.operands[1:]):
         if n > 0:
@@ -145,6 +152,19 @@ def _sized_gep_terms(gep: Instruction) -> tuple[int | None, int]:
         else:
             stride = math.gcd(stride, size_of(t))
     return offset, stride
+
+
+def _resolved(named: dict[str, Type], t: Type) -> Type:
+    """`t` with the bodies of named struct types in place of their names (left as they are
+    when unknown)."""
+    if isinstance(t, NamedStructType):
+        body = named.get(t.name)
+        return t if body is None else _resolved(named, body)
+    if isinstance(t, StructType):
+        return StructType(tuple(_resolved(named, e) for e in t.elements), t.packed)
+    if isinstance(t, (ArrayType, VectorType)):
+        return type(t)(t.count, _resolved(named, t.element))
+    return t
 
 
 def kind_of(t: Type) -> str:
@@ -204,38 +224,41 @@ def _touch_unknown(call: Instruction, held: dict[Value, set[Access]]) -> None:
                 held.setdefault(base, set()).add((Span(None, 0, 0), UNKNOWN))
 
 
-def _carry_copies(copies: list[Instruction], held: dict[Value, set[Access]]) -> None:
+def _carry_copies(copies: list[Instruction], held: dict[Value, set[Access]],
+                  resolve: Callable[[Type], Type]) -> None:
     """The kinds of the bytes each copy moves, on both of its sides, to a fixpoint."""
     for _ in range(8):
         changed = False
         for copy in copies:
             dst, src, length = copy.operands[:3]
             n = length.value if isinstance(length, ConstInt) else None
-            for (db, ds), (sb, ss) in ((d, s) for d in spans(dst, n or 0)
-                                       for s in spans(src, n or 0)):
-                changed |= _carry(held, sb, ss, db, ds, n)
-                changed |= _carry(held, db, ds, sb, ss, n)
+            for (db, ds), (sb, ss) in ((d, s) for d in spans(dst, n or 0, resolve)
+                                       for s in spans(src, n or 0, resolve)):
+                changed |= _carry(held, sb, ss, db, ds)
+                changed |= _carry(held, db, ds, sb, ss)
         if not changed:
             return
 
 
-def _carry(held: dict[Value, set[Access]], fb: Value, fs: Span, tb: Value, ts: Span,
-           n: int | None) -> bool:
+def _carry(held: dict[Value, set[Access]], fb: Value, fs: Span, tb: Value, ts: Span) -> bool:
     """Copy the kinds in span `fs` of `fb` to the same place of span `ts` of `tb`."""
-    exact = n is not None and fs.start is not None and ts.start is not None \
-        and fs.stride == 0 and ts.stride == 0
-    new: set[Access] = set()
-    for span, kind in held.get(fb, ()):
-        if not span.overlaps(fs):
-            continue
-        if exact and span.start is not None:
-            new.add((span.shifted(ts.start - fs.start), kind))  # type: ignore[operator]
-        else:
-            new.add((Span(None, 0, 0), kind))
+    new = {(_relocated(span, fs, ts), kind) for span, kind in held.get(fb, ())
+           if span.overlaps(fs)}
     target = held.setdefault(tb, set())
     grown = new - target
     target |= grown
     return bool(grown)
+
+
+def _relocated(span: Span, fs: Span, ts: Span) -> Span:
+    """Where the bytes of `span`, copied from span `fs`, land in span `ts`: at the same
+    offset from the copy's start, modulo the strides involved (a superset of the bytes)."""
+    if span.start is None or fs.start is None or ts.start is None:
+        return Span(None, 0, span.size)
+    stride = math.gcd(span.stride, fs.stride)
+    offset = span.start - fs.start
+    return Span(ts.start + (offset % stride if stride else offset),
+                math.gcd(stride, ts.stride), span.size)
 
 
 def print_layout(fn: Function, layout: MemoryLayout) -> str:

@@ -40,8 +40,9 @@ from .forward_calls import forward_call, touches_derivatives
 from .forward_kept import KeptAllocations
 from .forward_returns import complete_tangent
 from .lanes import gather, lane_pointers, vector_of
-from .held_pointers import (held_load_shadow, held_shadow, is_held_pointer_load,
-                            is_held_pointer_store, is_list_item_store, list_item_shadow)
+from .held_pointers import (check_held_copy, held_load_shadow, held_shadow, is_held_copy,
+                            is_held_pointer_load, is_held_pointer_store, is_list_item_store,
+                            list_item_shadow)
 from .lanes import lane as lane_of
 from .reverse.parked_shadows import emit_release_all, release_symbol
 from .returns import pack_results, release_arrays, return_slot
@@ -93,7 +94,8 @@ class _Forward:
         varied, shadowed = self._seeds()
         callees = not_inlined_callees(self.module)
         self.info: ActivityInfo = analyze_activity(self.primal, varied, shadowed, callees,
-                                                   known_element_types(self.primal, self.spec))
+                                                   known_element_types(self.primal, self.spec),
+                                                   self.module.named_types)
         self.retptr = self.primal.args[self.spec.retptr]
         self.untracked_arrays = False
         refuse_known_problem_calls(self.diag, self.primal, self.info)
@@ -441,6 +443,8 @@ class _Forward:
             return
         if record is None or record.forward is None:
             raise self.diag.unsupported_call(inst)
+        if is_held_copy(inst, self.info):
+            check_held_copy(self.diag, self.info, inst, reverse=False)
         if record.check is not None:
             record.check(self, inst)
         record.forward(self, inst)

@@ -9,23 +9,26 @@ reverse derivative's tape has a shadow holding the shadows of the pointers it ta
 So a pointer loaded from shadowed memory has as its shadow the pointer loaded from the same
 place of the shadow memory (reverse mode keeps that shadow for its reverse, as it keeps any
 shadow pointer: the memory may be overwritten in between), and a pointer stored into
-shadowed memory puts its shadow there (null for a null pointer). Refused: a pointer loaded
-where the type model of memory (`analysis/layout.py`) says floats live too, and a pointer
-without a shadow stored where a shadow is expected. A list's storage also mirrors the
+shadowed memory puts its shadow there (null for a null pointer); a memcpy of bytes holding
+pointers copies the shadow bytes with them (forward mode's copy of the shadows; in reverse
+mode the forward sweep's, and the reverse then has no adjoint to move). Refused: a pointer
+loaded where the type model of memory (`analysis/layout.py`) says floats live too, a pointer
+without a shadow stored or copied where a shadow is expected, and in reverse mode a copy of
+bytes holding both pointers and floats. A list's storage also mirrors the
 integers (its header and the items' sizes, which the list's destructor reads on the shadow)."""
 from __future__ import annotations
 
 from typing import Callable
 
 from ..analysis.activity import ActivityInfo, carries_float
-from ..analysis.layout import FLOAT, UNKNOWN
+from ..analysis.layout import FLOAT, PTR as PTR_KIND, UNKNOWN
 from ..analysis.pointer_stores import is_pointer_like
 from ..diagnostics import Diagnostics
 from ..ir.builder import Builder
 from ..ir.types import PTR, size_of
-from ..ir.values import NULL, Constant, Function, Instruction, Value
+from ..ir.values import NULL, ConstInt, Constant, Function, Instruction, Value
 from ..analysis.array_lists import holds_pointers, in_list_storage, unshadowed_item
-from ..known.memory import is_tape_memory, pointer_bases
+from ..known.memory import is_tape_memory, memory_intrinsic_kind, pointer_bases
 from .common import addresses_nothing
 from .lanes import gather
 
@@ -44,6 +47,42 @@ def is_held_pointer_store(inst: Instruction, info: ActivityInfo) -> bool:
     return inst.opcode == "store" and is_pointer_like(inst.operands[0].type) \
         and inst.operands[1] in info.shadowed and not in_list_storage(inst.operands[1]) \
         and not is_tape_memory(inst.operands[1])
+
+
+def is_held_copy(inst: Instruction, info: ActivityInfo) -> bool:
+    """A memcpy/memmove into shadowed memory (not a list's storage or a tape) of bytes that
+    may hold pointers (the type model of memory says)."""
+    if inst.opcode != "call" or memory_intrinsic_kind(inst.callee_name or "") != "copy":
+        return False
+    dst = inst.operands[0]
+    return dst in info.shadowed and not in_list_storage(dst) and not is_tape_memory(dst) \
+        and PTR_KIND in copied_kinds(inst, info)
+
+
+def copied_kinds(copy: Instruction, info: ActivityInfo) -> frozenset[str]:
+    """What the bytes a memcpy/memmove moves may hold, seen from either side."""
+    dst, src, length = copy.operands[:3]
+    n = length.value if isinstance(length, ConstInt) else 0
+    return info.layout.kinds(dst, n) | info.layout.kinds(src, n)
+
+
+def check_held_copy(diag: Diagnostics, info: ActivityInfo, copy: Instruction,
+                    reverse: bool) -> None:
+    """Refuse a copy of pointers into shadowed memory from memory without a shadow (the
+    pointers copied would have none), and in reverse mode one of bytes that also hold
+    floats (the forward sweep copies the shadow pointers, the reverse moves the floats'
+    adjoints: one copy of the shadow cannot do both)."""
+    if copy.operands[1] not in info.shadowed:
+        raise diag.unsupported(
+            "memory holding pointers copied from memory without a derivative into memory "
+            "that has one: the pointers copied would have no shadow", copy,
+            "mark the source dup as well, or copy only the non-pointer fields")
+    kinds = copied_kinds(copy, info)
+    if reverse and (FLOAT in kinds or UNKNOWN in kinds):
+        raise diag.unsupported(
+            "a copy of memory holding both pointers and floats (a struct assignment) in "
+            "reverse mode", copy,
+            "not supported yet: assign the fields one by one, or use forward mode")
 
 
 def held_load_shadow(b: Builder, diag: Diagnostics, info: ActivityInfo, load: Instruction,

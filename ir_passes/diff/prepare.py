@@ -27,7 +27,7 @@ def prepare_calls(module: Module, spec: DiffSpec) -> None:
     if not calls:
         return
     info = analyze_activity(primal, *activity_seeds(primal, spec), not_inlined_callees(module),
-                            known_element_types(primal, spec))
+                            known_element_types(primal, spec), module.named_types)
     for inst in calls:
         if any(op in info.varied or op in info.shadowed for op in inst.operands):
             done.append(inst)

@@ -10,7 +10,7 @@ from ...ir.types import ArrayType, FloatType, StructType, Type
 from ...ir.values import Argument, Constant, Instruction, Value, const_float, zero
 from ...known.model import Role, call_record, role_of
 from ..common import fast_math_of, rule_for, scale
-from ..held_pointers import is_list_item_store
+from ..held_pointers import is_held_copy, is_list_item_store
 from ..rules.needs import rule_needs
 from ..shadows import free_raw, release
 from .availability import Availability, BlockContext
@@ -72,7 +72,7 @@ class Adjoints:
             return self._store(ctx, inst)
         if inst in st.call_halves:
             return emit_reverse_call(st, self.avail, ctx, inst, self.add)
-        if emits_reverse(st, inst):
+        if emits_reverse(st, inst) and not is_held_copy(inst, st.info):  # (no adjoints)
             record = call_record(inst)
             assert record is not None and record.reverse is not None
             record.reverse(ReverseCallContext(st, self.avail, ctx, self.add), inst)

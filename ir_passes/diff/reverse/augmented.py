@@ -19,8 +19,9 @@ from .callees import augment_call, touches
 from ..held_references import held_reference
 from .parked_shadows import new_slot, take_shadow
 from .checks import check_forward
-from ..held_pointers import (held_load_shadow, held_shadow, is_held_pointer_load,
-                             is_held_pointer_store, is_list_item_store, list_item_shadow)
+from ..held_pointers import (held_load_shadow, held_shadow, is_held_copy,
+                             is_held_pointer_load, is_held_pointer_store, is_list_item_store,
+                             list_item_shadow)
 from ..taped_pointers import (is_tape_copy, is_taped_pointer_store, reads_taped_shadows,
                               taped_shadow)
 from .growable import allocate_growable, growable_data, resize_growable
@@ -191,6 +192,10 @@ class AugmentedForward:
         st = self.st
         if is_held_pointer_store(inst, st.info) and pointer_base(inst.operands[1]) is not st.retptr:
             st.b.store(held_shadow(st.diag, inst, st.fshadow.get), st.fshadow[inst.operands[1]])
+        elif is_held_copy(inst, st.info):
+            dst, src, *rest = inst.operands
+            st.b.call(st.module.functions[inst.callee_name or ""],
+                      [st.fshadow[dst], st.fshadow[src], *(st.map(o) for o in rest)], inst.type)
 
     def _mirror_listed_pointer(self, inst: Instruction) -> None:
         """A pointer or integer stored into a list of arrays: the shadow list mirrors it

@@ -7,6 +7,7 @@ from ...known.memory import pointer_base
 from ..common import (check_pointer_to_int, check_reinterpretation, check_store,
                       describe_memory)
 from ...known.model import ReadInReverse, Role, call_record
+from ..held_pointers import check_held_copy, is_held_copy
 from ..rules import lookup
 from ..rules.math import math_rule_name
 from .calls import ReverseCallContext, emits_reverse
@@ -34,6 +35,8 @@ def check_forward(st: ReverseState, inst: Instruction) -> None:
 
 
 def _check_call(st: ReverseState, inst: Instruction) -> None:
+    if is_held_copy(inst, st.info):
+        check_held_copy(st.diag, st.info, inst, reverse=True)
     record = call_record(inst)
     touches = any(o in st.info.shadowed or o in st.info.varied for o in inst.operands)
     if not touches or record is not None and (record.inert or record.role is Role.RAW_FREE):

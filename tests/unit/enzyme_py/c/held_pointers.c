@@ -66,10 +66,17 @@ void swap_square(double **rows, int m, int n) {    /* pointers stored into dup m
     for (int j = 0; j < n; j++) rows[i][j] = rows[i][j] * rows[0][j] + (i + 1.0) * rows[i][j];
 }
 
+double struct_copy(vec *dst, const vec *src, long i) {   /* memcpy of {long, double *} */
+  dst[i] = src[1];
+  double s = 0.0;
+  for (long k = 0; k < dst[0].n; k++) s += dst[0].data[k] * dst[0].data[k] * src[0].data[k];
+  return s;
+}
+
 typedef union { double *p; double d; } either;
 double punned(either *u, long i) {
   u[i].d = 2.0 * u[i].d;                        /* a float and a pointer in the same bytes */
-  return (u[0].p)[0];                           /* line 72 */
+  return (u[0].p)[0];
 }
 
 /* The primals as the tests call them (flat arrays in, the structs built here). */
@@ -98,11 +105,19 @@ double dvec_dot_flat(double *a, double *b, long n) {
 double const_index_flat(int *idx, double *x, long n) {
   const int *p = idx; return const_index(&p, x, (int)n);
 }
+double struct_copy_flat(double *d0, double *s0, double *s1, long n) {
+  vec dst[1] = {{n, d0}}, src[2] = {{n, s0}, {n, s1}}; return struct_copy(dst, src, 0);
+}
 void set_data_flat(double *vd, double *x, long n) { vec v = {0, vd}; set_data(&v, x, n); }
 
 double keep_const(vec *v, const double *c, long n) {  /* a const pointer into dup memory */
-  v->data = (double *)c;                        /* line 104 */
+  v->data = (double *)c;
   double s = 0.0;
   for (long i = 0; i < n; i++) s += v->data[i] * v->data[i];
   return s;
+}
+
+double copy_from_const(vec *dst, const vec *src, long i) {   /* pointers without shadows */
+  dst[i] = *src;
+  return dst[0].data[0] * dst[0].data[0];
 }

@@ -101,6 +101,12 @@ def _const_index(idx, x, n):
     return [Mem(ctypes.c_void_p(_ptr(idx)), dup=False, keep=(idx,)), x, n]
 
 
+def _struct_copy(d0, s0, s1):
+    n = len(d0)
+    dst, src = (Vec * 1)(Vec(n, _ptr(d0))), (Vec * 2)(Vec(n, _ptr(s0)), Vec(n, _ptr(s1)))
+    return [Mem(dst, keep=(d0,)), Mem(src, keep=(s0, s1)), 0]
+
+
 def _set_data(v_data, x, n):
     return [Mem(Vec(0, _ptr(v_data)), keep=(v_data,)), x, n]
 
@@ -150,6 +156,11 @@ def _on_deep(c):
     return k
 
 
+def _on_three_n(c):
+    def k(a, b, d): return c(a.ctypes, b.ctypes, d.ctypes, a.size)
+    return k
+
+
 def _on_index(c):
     def k(idx, x, n): return c(idx.ctypes, x.ctypes, n)
     return k
@@ -174,6 +185,8 @@ CASES = [
     Case("dvec_dot", _dvectors, _on_two, lambda rng: (_arr(rng, 6), _arr(rng, 6))),
     Case("const_index", _const_index, _on_index,
          lambda rng: (np.array([3, 0, 2, 1], dtype=np.int32), _arr(rng, 4), 4)),
+    Case("struct_copy", _struct_copy, _on_three_n,
+         lambda rng: (_arr(rng, 4), _arr(rng, 4), _arr(rng, 4))),
     Case("set_data", _set_data, _on_set, lambda rng: (np.zeros(4), _arr(rng, 4), 4),
          outputs=(1,)),
     Case("vdot", _dvectors, _on_two, lambda rng: (_arr(rng, 6), _arr(rng, 6)),
@@ -205,7 +218,7 @@ def _c_args(values) -> list:
 _FLAT_TYPES = {"pp_cube": [_P, _L], "vec_norm2": [_P, _L], "pair_axpy": [_P, _P, _L, _D],
                "rows_weighted": [_P, _L, _L], "rows_square": [_P, _L, _L], "swap_square": [_P, _L, _L],
                "deep": [_P, _P, _L], "dvec_dot": [_P, _P, _L], "const_index": [_P, _P, _L],
-               "set_data": [_P, _P, _L], "vdot": [_P, _P, _L]}
+               "set_data": [_P, _P, _L], "struct_copy": [_P, _P, _P, _L], "vdot": [_P, _P, _L]}
 _VOID = ("pair_axpy", "rows_square", "swap_square", "set_data")
 
 
@@ -279,26 +292,30 @@ def test_forward_against_reverse(case, opt):
     check_inner_product(_kernel(case, opt), derive=_derive(case, opt))
 
 
-def test_pointer_loaded_where_floats_live_is_refused():
-    """A union of a double and a pointer: the type model sees both kinds in the same bytes
-    and refuses the pointer load, naming it and its C line."""
+def _line(text: str) -> str:
+    """`held_pointers.c:N` of the source line holding `text`."""
+    with open(SOURCE) as f:
+        n = next(i for i, line in enumerate(f, 1) if text in line)
+    return f"held_pointers.c:{n}"
+
+
+@pytest.mark.parametrize("fn, acts, what, where", [
+    # a union of a double and a pointer: the type model sees both kinds in the same bytes
+    ("punned", "dup,const", "pointer loaded from shadowed memory whose bytes also hold floats",
+     "return (u[0].p)[0];"),
+    # a const array's address stored into a dup struct: loaded back (by the caller too), it
+    # would have no shadow
+    ("keep_const", "dup,const,const", "pointer without a derivative",
+     "v->data = (double *)c;"),
+    # a struct holding pointers copied from const memory into dup memory
+    ("copy_from_const", "dup,const,const", "the pointers copied would have no shadow",
+     "dst[i] = *src;"),
+])
+def test_refused_in_both_modes(fn, acts, what, where):
+    """Refused by name, at the C line, in both modes."""
     from enzyme_py.c import derive
     from ir_passes.errors import UnsupportedError
     for mode in ("reverse", "forward"):
         with pytest.raises(UnsupportedError) as err:
-            derive(SOURCE, "punned", "dup,const", mode=mode)
-        text = str(err.value)
-        assert "pointer loaded from shadowed memory whose bytes also hold floats" in text
-        assert "held_pointers.c:72" in text
-
-
-def test_pointer_without_shadow_stored_into_dup_memory_is_refused():
-    """A const array's address stored into a dup struct: a pointer loaded back from there
-    (by the caller too) would have no shadow; refused, naming the store and its C line."""
-    from enzyme_py.c import derive
-    from ir_passes.errors import UnsupportedError
-    for mode in ("reverse", "forward"):
-        with pytest.raises(UnsupportedError) as err:
-            derive(SOURCE, "keep_const", "dup,const,const", mode=mode)
-        text = str(err.value)
-        assert "pointer without a derivative" in text and "held_pointers.c:104" in text
+            derive(SOURCE, fn, acts, mode=mode)
+        assert what in str(err.value) and _line(where) in str(err.value)
