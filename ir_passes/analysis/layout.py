@@ -31,6 +31,7 @@ from ..ir.values import ConstInt, Function, Instruction, Value
 from ..known.memory import memory_intrinsic_kind, pointer_bases
 from ..known.model import call_record
 from .pointer_stores import field_offset, is_pointer_like
+from .types import memory_access
 
 FLOAT, INT, PTR, UNKNOWN = "float", "int", "pointer", "unknown"
 _CASTS = ("bitcast", "addrspacecast", "freeze")
@@ -85,15 +86,16 @@ def analyze_layout(fn: Function, known: dict[Value, Type] | None = None,
     module's named struct types (`%struct.vec`), by name."""
     resolve = functools.partial(_resolved, named or {})
     held: dict[Value, set[Access]] = {}
-    for base, t in (known or {}).items():
-        held.setdefault(base, set()).add((Span(0, size_of(t), size_of(t)), kind_of(t)))
+    for base, t in (known or {}).items():      # every element of an array of `t`
+        held[base] = {(Span(offset, stride, size), kind)
+                      for offset, size, kind, stride in _elements(resolve(t))}
     copies: list[Instruction] = []
     int_pointers = _int_pointers(fn)
     for inst in fn.instructions():
-        if inst.opcode in ("load", "store"):
-            ptr = inst.operands[0] if inst.opcode == "load" else inst.operands[1]
-            scalars = _scalars(resolve(_accessed_type(inst)),
-                               PTR if _pointer_bits(inst, int_pointers) else None)
+        access = memory_access(inst)
+        if access is not None:
+            ptr, t = access
+            scalars = _scalars(resolve(t), PTR if _pointer_bits(inst, int_pointers) else None)
             for base, span in spans(ptr, 0, resolve):
                 for offset, size, kind in scalars:
                     held.setdefault(base, set()).add((span.shifted(offset, size), kind))
@@ -175,10 +177,6 @@ def kind_of(t: Type) -> str:
     return PTR if t.is_pointer else UNKNOWN
 
 
-def _accessed_type(inst: Instruction) -> Type:
-    return inst.type if inst.opcode == "load" else inst.operands[0].type
-
-
 def _int_pointers(fn: Function) -> set[Value]:
     """Integers used only to make pointers (`inttoptr`): a pointer's bits."""
     made = {u.operands[0] for u in fn.instructions() if u.opcode == "inttoptr"}
@@ -192,6 +190,15 @@ def _pointer_bits(inst: Instruction, int_pointers: set[Value]) -> bool:
         v = inst.operands[0]
         return isinstance(v, Instruction) and v.opcode == "ptrtoint"
     return inst in int_pointers
+
+
+def _elements(t: Type) -> list[tuple[int, int, str, int]]:
+    """(offset, size, kind, stride) of each scalar of the elements of an array of `t`."""
+    try:
+        stride = size_of(t)
+    except TypeError:                       # a named struct whose body is not known
+        return [(0, 0, UNKNOWN, 0)]
+    return [(offset, size, kind, stride) for offset, size, kind in _scalars(t, None)]
 
 
 def _scalars(t: Type, kind: str | None, at: int = 0) -> list[tuple[int, int, str]]:

@@ -1,7 +1,7 @@
 """The type model of memory: what each byte offset of each memory object holds."""
 from ir_passes.analysis.layout import FLOAT, INT, PTR, UNKNOWN, Span, analyze_layout, print_layout
 from ir_passes.ir.parser import parse_function
-from ir_passes.ir.types import DOUBLE
+from ir_passes.ir.types import DOUBLE, I64, StructType
 
 # %v: { i64 n, double w, ptr data } ; %rows: ptr[] ; %c: memcpy'd from %v ; %u: handed to @g
 IR = """
@@ -57,8 +57,9 @@ def test_strided_pointers_copies_calls_and_abi():
     assert layout.kinds(c, 8) == {INT}                     # memcpy carries n, w, data
     assert (Span(16, 0, 8), PTR) in layout.held[c] and (Span(8, 0, 8), FLOAT) in layout.held[c]
     assert UNKNOWN in layout.kinds(u, 8)                   # handed to an unknown call
-    seeded = analyze_layout(fn, {u: DOUBLE})               # the front end's dtype
+    seeded = analyze_layout(fn, {u: DOUBLE, k: StructType((I64, DOUBLE))})   # dtypes
     assert seeded.kinds(u, 8) == {FLOAT, UNKNOWN}
+    assert set(seeded.held[k]) >= {(Span(0, 16, 8), INT), (Span(8, 16, 8), FLOAT)}  # records
     assert "%rows" in print_layout(fn, layout)
 
 
