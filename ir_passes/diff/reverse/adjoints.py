@@ -4,13 +4,13 @@ calls from their records' reverse emitters, shadow memory released where it was 
 from __future__ import annotations
 
 from ...analysis.activity import carries_float
-from ...analysis.pointer_stores import is_pointer_like
+from ...known.memory import pointer_base
 from ...ir.builder import Builder
 from ...ir.types import ArrayType, FloatType, StructType, Type
 from ...ir.values import Argument, Constant, Instruction, Value, const_float, zero
 from ...known.model import Role, call_record, role_of
 from ..common import fast_math_of, rule_for, scale
-from ..held_pointers import is_held_copy, is_list_item_store
+from ..held_pointers import is_held_copy, is_held_pointer_store, is_list_item_store
 from ..rules.needs import rule_needs
 from ..shadows import free_raw, release
 from .availability import Availability, BlockContext
@@ -153,7 +153,8 @@ class Adjoints:
     def _store(self, ctx: BlockContext, inst: Instruction) -> None:
         v, ptr = inst.operands
         if ptr not in self.st.info.shadowed or is_list_item_store(self.st.primal, inst) \
-                or is_pointer_like(v.type):
+                or is_held_pointer_store(inst, self.st.info) \
+                and pointer_base(ptr) is not self.st.retptr:
             return                      # shadow pointers and a shadow list's integers stay
         b = self.st.b
         sp = self.avail.shadow(ctx, ptr)
