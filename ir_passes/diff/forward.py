@@ -40,9 +40,9 @@ from .forward_calls import forward_call, touches_derivatives
 from .forward_kept import KeptAllocations
 from .forward_returns import complete_tangent
 from .lanes import gather, lane_pointers, vector_of
-from .held_pointers import (check_held_copy, held_load_shadow, held_shadow, is_held_copy,
-                            is_held_pointer_load, is_held_pointer_store, is_list_item_store,
-                            list_item_shadow)
+from .held_pointers import (check_aggregate_load, check_held_copy, held_load_shadow,
+                            held_shadow, is_held_copy, is_held_pointer_load,
+                            is_held_pointer_store, is_list_item_store, list_item_shadow)
 from .lanes import lane as lane_of
 from .reverse.parked_shadows import emit_release_all, release_symbol
 from .returns import pack_results, release_arrays, return_slot
@@ -188,6 +188,7 @@ class _Forward:
             return forward_call(self, inst, callee, _Forward)
         if inst in self.allocs and self.kept.keeps(inst):
             return self._kept_allocation(inst)
+        check_aggregate_load(self.diag, self.info, inst)
         clone = self.b.insert(clone_instruction(inst, self._map, self.blocks.__getitem__))
         self.vmap[inst] = clone
         if inst in self.allocs:

@@ -7,7 +7,7 @@ from ...known.memory import pointer_base
 from ..common import (check_pointer_to_int, check_reinterpretation, check_store,
                       describe_memory)
 from ...known.model import ReadInReverse, Role, call_record
-from ..held_pointers import check_held_copy, is_held_copy
+from ..held_pointers import check_aggregate_load, check_held_copy, is_held_copy
 from ..rules import lookup
 from ..rules.math import math_rule_name
 from .calls import ReverseCallContext, emits_reverse
@@ -18,6 +18,7 @@ from .state import ReverseState
 def check_forward(st: ReverseState, inst: Instruction) -> None:
     """Reject what the reverse pass cannot handle, before emitting anything for it."""
     op, info = inst.opcode, st.info
+    check_aggregate_load(st.diag, info, inst)
     if op == "store":
         check_store(st.diag, st.spec, st.primal, info, inst)
     elif op == "load" and inst.operands[0] in info.shadowed and inst.type.is_int \
