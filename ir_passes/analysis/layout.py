@@ -10,12 +10,13 @@ constant indices), repeated every `stride` bytes for run-time indices (the eleme
 array), anywhere for an offset through a phi or select. `llvm.memcpy` / `memmove` carry the
 kinds of the copied bytes to the other side, at the same offset from the copy's start (they
 are the same bytes; modulo the strides of a copy at a run-time index); memory handed to calls
-that are not known to leave it alone holds UNKNOWN bytes. The front end seeds the element types it knows (an array
-parameter's dtype, over its whole data).
+that are not known to leave it alone holds UNKNOWN bytes. The front end seeds the element
+types it knows (an array parameter's dtype, at every element).
 
 What the model decides (`MemoryLayout.kinds`): whether an integer loaded from shadowed
-memory is an integer (no float ever lives there: a length, an index) and whether a pointer
-loaded from it is a pointer (no float lives there either). Printable with `print_layout`.
+memory is an integer (no float ever lives there: a length, an index), whether a pointer
+loaded from it is a pointer (no float lives there either), and whether a memcpy moves
+pointers (their shadows move with them). Printable with `print_layout`.
 """
 from __future__ import annotations
 
@@ -55,9 +56,9 @@ class Span:
         r = d % g
         return r < self.size or g - r < other.size
 
-    def shifted(self, by: int | None, size: int | None = None) -> Span:
-        start = None if self.start is None or by is None else self.start + by
-        return Span(start, self.stride, self.size if size is None else size)
+    def shifted(self, by: int, size: int) -> Span:
+        """`size` bytes `by` bytes further, at every repetition."""
+        return Span(None if self.start is None else self.start + by, self.stride, size)
 
 
 Access = tuple[Span, str]

@@ -13,9 +13,10 @@ shadowed memory puts its shadow there (null for a null pointer); a memcpy of byt
 pointers copies the shadow bytes with them (forward mode's copy of the shadows; in reverse
 mode the forward sweep's, and the reverse then has no adjoint to move). Refused: a pointer
 loaded where the type model of memory (`analysis/layout.py`) says floats live too, a pointer
-without a shadow stored or copied where a shadow is expected, and in reverse mode a copy of
-bytes holding both pointers and floats. A list's storage also mirrors the
-integers (its header and the items' sizes, which the list's destructor reads on the shadow)."""
+without a shadow stored or copied where a shadow is expected, a struct holding pointers loaded
+as one value, and in reverse mode a copy of bytes holding both pointers and floats. A list's
+storage also mirrors the integers (its header and the items' sizes, which the list's
+destructor reads on the shadow)."""
 from __future__ import annotations
 
 from typing import Callable
