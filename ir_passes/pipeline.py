@@ -37,7 +37,7 @@ from .diff.callees import not_inlined_callees
 from .diff.driver import differentiate
 from .diff.reverse.callees import RECOMPUTED
 from .diff.reverse.tape_report import TapeReport, print_tape, tape_report, taped_bytes
-from .diff.seeds import activity_seeds
+from .diff.seeds import activity_seeds, known_element_types
 from .diff.spec import DiffSpec
 from .errors import CheckpointWarning, EnzymePyError, UnsupportedError
 from .invariant_loads import hoist_invariant_loads
@@ -176,7 +176,9 @@ class Stages:
     @functools.cached_property
     def activity(self) -> ActivityInfo:
         return analyze_activity(self.primal, *activity_seeds(self.primal, self.spec),
-                                not_inlined_callees(self.module))
+                                not_inlined_callees(self.module),
+                                known_element_types(self.primal, self.spec),
+                                self.module.named_types)
 
     def activity_text(self) -> str:
         return (print_activity(self.primal, self.activity).rstrip("\n") + "\n"

@@ -4,8 +4,11 @@ Forward ("varied"): a value is varied when it may depend on an active input: a f
 argument marked active/dup, or a load through a shadowed pointer. A pointer is shadowed when
 it is derived (GEP, select, phi, bitcast) from a shadowed argument (the data pointer of a dup
 array, the return slot of an active return) or from an alloca that holds varied values, or
-when it is loaded from memory that may hold a shadowed pointer (`pointer_stores`): such a
-pointer's shadow is unknown, and the synthesizers refuse it.
+when it is loaded from shadowed memory (a held pointer: its shadow is held at the same place
+in the shadow memory, `diff/held_pointers.py`), or from unshadowed memory that may hold a
+shadowed pointer (`pointer_stores`): such a pointer's shadow is unknown, and the
+synthesizers refuse it. An integer loaded from shadowed memory is varied (it may be the
+bits of a float) unless the type model of memory (`layout`) says only integers live there.
 Backward ("useful"): a value is useful when it may reach an output, i.e. flows into a store
 through a shadowed pointer. Active = varied and useful; inactive values get no derivative
 code. The result is immutable and printable (`print_activity`).
@@ -16,9 +19,10 @@ from dataclasses import dataclass
 from typing import Collection
 
 from ..ir.printer import print_function
-from ..ir.types import ArrayType, FloatType, IntType, StructType, Type, VectorType
+from ..ir.types import ArrayType, FloatType, IntType, StructType, Type, VectorType, size_of
 from ..ir.values import Argument, Function, Instruction, Value
 from .array_lists import in_list_storage
+from .layout import INT, MemoryLayout, analyze_layout
 from ..known.memory import is_tape_memory, pointer_base, pointer_bases
 from ..known.model import Role, call_record, is_local_allocation, role_of
 from .pointer_stores import PointerStores, is_pointer_like
@@ -46,6 +50,7 @@ class ActivityInfo:
     varied: frozenset[Value]
     useful: frozenset[Value]
     shadowed: frozenset[Value]       # pointers into memory that has a shadow
+    layout: MemoryLayout             # what lives where in memory
 
     def is_varied(self, v: Value) -> bool:
         return v in self.varied
@@ -58,10 +63,14 @@ class ActivityInfo:
 
 
 def analyze_activity(fn: Function, varied_args: set[Argument], shadowed_args: set[Argument],
-                     callees: Collection[str] = ()) -> ActivityInfo:
+                     callees: Collection[str] = (),
+                     known: dict[Value, Type] | None = None,
+                     named: dict[str, Type] | None = None) -> ActivityInfo:
     """`callees`: the functions defined beside `fn` that it calls without inlining them
     (their derivatives are their own functions): such a call handed an active value may store
-    active values into every function-local float memory it is handed."""
+    active values into every function-local float memory it is handed. `known`, `named`: the
+    element types the front end knows and the module's struct types (`layout`)."""
+    layout = analyze_layout(fn, known, named)
     varied: set[Value] = set(varied_args)
     shadowed: set[Value] = set(shadowed_args)
     stores = PointerStores(fn, callees)
@@ -77,7 +86,7 @@ def analyze_activity(fn: Function, varied_args: set[Argument], shadowed_args: se
                     shadowed.add(inst)
                     changed = True
             elif inst not in varied and inst not in numbers \
-                    and _is_varied(inst, varied, shadowed):
+                    and _is_varied(inst, varied, shadowed, layout):
                 varied.add(inst)
                 changed = True
             for base in _local_memory_receiving(inst, varied, shadowed, callees) \
@@ -89,7 +98,7 @@ def analyze_activity(fn: Function, varied_args: set[Argument], shadowed_args: se
                     changed = True
             changed |= stores.record(inst, shadowed)
     useful = _useful(fn, varied, shadowed)
-    return ActivityInfo(frozenset(varied), frozenset(useful), frozenset(shadowed))
+    return ActivityInfo(frozenset(varied), frozenset(useful), frozenset(shadowed), layout)
 
 
 def _growable_header_numbers(fn: Function) -> set[Instruction]:
@@ -136,8 +145,8 @@ def tape_numbers(fn: Function) -> set[Instruction]:
 
 
 def _derives_shadowed(inst: Instruction, shadowed: set[Value], stores: PointerStores) -> bool:
-    if inst.opcode == "load":      # reloaded from memory that may hold a shadowed pointer
-        return stores.may_hold(inst.operands[0])
+    if inst.opcode == "load":      # held in shadowed memory, or reloaded from memory that
+        return inst.operands[0] in shadowed or stores.may_hold(inst.operands[0])  # may hold one
     if inst.opcode == "call":
         return stores.may_return(inst, shadowed) or _listed_owner_data(inst, shadowed)
     if inst.opcode in _POINTER_DERIVING:
@@ -154,12 +163,14 @@ def _listed_owner_data(inst: Instruction, shadowed: set[Value]) -> bool:
         and in_list_storage(owner.operands[0])
 
 
-def _is_varied(inst: Instruction, varied: set[Value], shadowed: set[Value]) -> bool:
+def _is_varied(inst: Instruction, varied: set[Value], shadowed: set[Value],
+               layout: MemoryLayout) -> bool:
     if inst.opcode not in _PROPAGATE:
         return False
     if inst.opcode == "load":
-        return inst.operands[0] in shadowed and (carries_float(inst.type)
-                                                 or isinstance(inst.type, IntType))
+        return inst.operands[0] in shadowed and (carries_float(inst.type) or isinstance(
+            inst.type, IntType) and not layout.holds_only(inst.operands[0], size_of(inst.type),
+                                                          frozenset({INT})))
     if not carries_float(inst.type):
         return False
     ops = inst.operands[1:] if inst.opcode == "select" else inst.operands

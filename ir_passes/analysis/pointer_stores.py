@@ -5,7 +5,9 @@ slots around runtime calls such as `numba_attempt_nocopy_reshape`, and reloads t
 pointer afterwards. Canonicalisation forwards such reloads to the stored value when it can
 prove nothing overwrote the field; a pointer still loaded from memory that may hold a shadowed
 pointer has a shadow the pass cannot know, so activity analysis marks it (and the synthesizers
-refuse it) instead of treating it as the address of memory without derivatives.
+refuse it) instead of treating it as the address of memory without derivatives. (A pointer
+stored into shadowed memory the function did not allocate has its shadow stored beside it:
+`diff/held_pointers.py`.)
 
 Memory is tracked per (base, byte offset): a base is the alloca or allocation a pointer is
 derived from (`pointer_base`). Memory the function did not allocate, memory reached through
@@ -38,6 +40,8 @@ class PointerStores:
         """Note what `inst` stores or copies; True when something new may hold a pointer."""
         if inst.opcode == "store":
             value, ptr = inst.operands
+            if ptr in shadowed and local_memory(ptr)[0] is None:
+                return False        # held in shadowed memory: its shadow is held beside it
             return is_pointer_like(value.type) and value in shadowed and self._mark(ptr)
         if inst.opcode != "call" or inst.callee_name in self._callees:
             return False
@@ -171,7 +175,7 @@ def gep_offset(gep: Instruction) -> int | None:
     for index in indices[1:]:
         k = index.value  # type: ignore[attr-defined]
         if isinstance(t, StructType):
-            offset += _field_offset(t, k)
+            offset += field_offset(t, k)
             t = t.elements[k]
         elif isinstance(t, (ArrayType, VectorType)):
             t = t.element
@@ -181,7 +185,7 @@ def gep_offset(gep: Instruction) -> int | None:
     return offset
 
 
-def _field_offset(t: StructType, k: int) -> int:
+def field_offset(t: StructType, k: int) -> int:
     """Byte offset of element `k` of struct `t` (natural alignment unless packed)."""
     offset = 0
     for i, e in enumerate(t.elements[:k + 1]):

@@ -47,7 +47,7 @@ def analyze_memory_types(fn: Function, known: dict[Value, Type] | None = None) -
     """`known`: element types the front end knows (e.g. an array argument's dtype)."""
     accessed: dict[Value, set[Type]] = {base: {t} for base, t in (known or {}).items()}
     for inst in fn.instructions():
-        access = _access(inst)
+        access = memory_access(inst)
         if access is not None:
             ptr, t = access
             for base in {pointer_base(ptr), *pointer_bases(ptr)}:
@@ -55,7 +55,8 @@ def analyze_memory_types(fn: Function, known: dict[Value, Type] | None = None) -
     return MemoryTypes({b: frozenset(ts) for b, ts in accessed.items()})
 
 
-def _access(inst: Instruction) -> tuple[Value, Type] | None:
+def memory_access(inst: Instruction) -> tuple[Value, Type] | None:
+    """(address, type) of the value a load or store moves."""
     if inst.opcode == "load":
         return inst.operands[0], inst.type
     if inst.opcode == "store":
@@ -74,4 +75,4 @@ def print_types(fn: Function, info: MemoryTypes) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["MemoryTypes", "analyze_memory_types", "print_types"]
+__all__ = ["MemoryTypes", "analyze_memory_types", "memory_access", "print_types"]

@@ -19,7 +19,7 @@ from ..ir.values import Constant, Function, GlobalRef, Instruction, Value
 from ..known.calls import demangle_numba
 from ..known.memory import is_tape_memory, pointer_base
 from ..known.model import Role, role_of
-from .listed_pointers import is_list_item_store
+from .held_pointers import is_list_item_store
 
 _NOT_ESCAPING = (Role.HANDLE_DATA, Role.INCREF, Role.DECREF, Role.VARSIZE_REALLOC)
 
@@ -130,7 +130,7 @@ def _refuse_escapes(fn: Function, allocs: set[Instruction], diag: Diagnostics,
     """The meminfo of a shadowed allocation may only be compared, asked for its data, reference
     counted, merged by phis/selects whose results are used the same way, returned through a
     shadowed return slot, parked in a stack slot nothing reads back, put in a list of arrays
-    (whose shadow holds its shadow: `listed_pointers.py`), or kept on the tape of a
+    (whose shadow holds its shadow: `held_pointers.py`), or kept on the tape of a
     derivative being differentiated with its shadow (`taped_pointers.py`). Anything else (stored,
     passed to a call) lets the array outlive what the pass tracks."""
     merges = meminfo_merges(fn, allocs)

@@ -41,7 +41,9 @@ from .forward_calls import forward_call, touches_derivatives
 from .forward_kept import KeptAllocations
 from .forward_returns import complete_tangent
 from .lanes import gather, lane_pointers, vector_of
-from .listed_pointers import is_list_item_load, is_list_item_store, list_item_shadow
+from .held_pointers import (check_aggregate_load, check_held_copy, held_load_shadow,
+                            held_shadow, is_held_copy, is_held_pointer_load,
+                            is_held_pointer_store, is_list_item_store, list_item_shadow)
 from .lanes import lane as lane_of
 from .raising import DeferredRaise
 from .reverse.parked_shadows import emit_release_all, release_symbol
@@ -50,7 +52,7 @@ from .taped_pointers import (is_taped_pointer_load, is_taped_pointer_store, read
                              taped_shadow, vector_mode_error)
 from .rules.emitter import MathEmitter
 from .rules.selection import selected_tangent
-from .seeds import activity_seeds, is_raw_pointer
+from .seeds import activity_seeds, is_raw_pointer, known_element_types
 from .shadows import (allocate_growable_shadow, allocate_shadow, call_shadow, derived_shadow,
                       free_raw, mirror_refcount, resize_shadow)
 from .signature import build_signature, lane_stride
@@ -96,7 +98,9 @@ class _Forward:
     def run(self) -> Function:
         varied, shadowed = self._seeds()
         callees = not_inlined_callees(self.module)
-        self.info: ActivityInfo = analyze_activity(self.primal, varied, shadowed, callees)
+        self.info: ActivityInfo = analyze_activity(self.primal, varied, shadowed, callees,
+                                                   known_element_types(self.primal, self.spec),
+                                                   self.module.named_types)
         self.retptr = self.primal.args[self.spec.retptr]
         self.untracked_arrays = False
         refuse_known_problem_calls(self.diag, self.primal, self.info)
@@ -190,6 +194,7 @@ class _Forward:
             return forward_call(self, inst, callee, _Forward)
         if inst in self.allocs and self.kept.keeps(inst):
             return self._kept_allocation(inst)
+        check_aggregate_load(self.diag, self.info, inst)
         clone = self.b.insert(clone_instruction(inst, self._map, self.blocks.__getitem__))
         self.vmap[inst] = clone
         if inst in self.allocs:
@@ -288,14 +293,11 @@ class _Forward:
 
     def _shadow_pointer(self, inst: Instruction) -> None:
         b = self.b
-        if is_list_item_load(inst, self.info):  # its shadow is in the shadow list
-            shadow = b.load(PTR, self.shadows[inst.operands[0]])
-            self.shadows[inst] = self.meminfo_shadows[inst] = shadow
-            return
-        if is_taped_pointer_load(inst):         # its shadow is taped beside it
-            if self.width > 1:
+        if is_held_pointer_load(inst, self.info):   # its shadow is held beside it
+            if is_taped_pointer_load(inst) and self.width > 1:
                 raise vector_mode_error(self.diag, inst, self.width)
-            shadow = b.load(PTR, self.shadows[inst.operands[0]])
+            shadow = held_load_shadow(b, self.diag, self.info, inst,
+                                      self.shadows[inst.operands[0]], self.width)
             self.shadows[inst] = self.meminfo_shadows[inst] = shadow
             return
         shadow = derived_shadow(b, inst, self._map, self._shadow_of)
@@ -408,7 +410,10 @@ class _Forward:
                                       self.tangents.get)
             self.b.store(shadow, self.shadows[ptr], align=inst.align)
         elif ptr in self.info.shadowed:
-            t = self.tangents.get(v)
+            t = held_shadow(self.diag, inst, self.shadows.get) \
+                if is_held_pointer_store(inst, self.info) else self.tangents.get(v)
+            if t is NULL and self.width > 1:
+                t = vector_of(self.b, [NULL] * self.width)
             if t is None:
                 t = zero(self._tangent_type(v.type)) if carries_float(v.type) or self.width == 1 \
                     else None
@@ -453,6 +458,8 @@ class _Forward:
             return
         if record is None or record.forward is None:
             raise self.diag.unsupported_call(inst)
+        if is_held_copy(inst, self.info):
+            check_held_copy(self.diag, self.info, inst, reverse=False)
         if record.check is not None:
             record.check(self, inst)
         record.forward(self, inst)

@@ -10,7 +10,7 @@ from ..analysis.activity import analyze_activity
 from ..ir.values import Instruction, Module
 from ..known.model import call_record
 from .callees import not_inlined_callees
-from .seeds import activity_seeds
+from .seeds import activity_seeds, known_element_types
 from .spec import DiffSpec
 
 _prepared: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -26,7 +26,8 @@ def prepare_calls(module: Module, spec: DiffSpec) -> None:
              and not any(inst is d for d in done)]
     if not calls:
         return
-    info = analyze_activity(primal, *activity_seeds(primal, spec), not_inlined_callees(module))
+    info = analyze_activity(primal, *activity_seeds(primal, spec), not_inlined_callees(module),
+                            known_element_types(primal, spec), module.named_types)
     for inst in calls:
         if any(op in info.varied or op in info.shadowed for op in inst.operands):
             done.append(inst)

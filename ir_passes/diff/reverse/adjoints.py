@@ -8,12 +8,13 @@ everywhere with `strong_zero`."""
 from __future__ import annotations
 
 from ...analysis.activity import carries_float
+from ...known.memory import pointer_base
 from ...ir.builder import Builder
 from ...ir.types import ArrayType, FloatType, StructType, Type
 from ...ir.values import Argument, Constant, Instruction, Value, const_float, zero
 from ...known.model import Role, call_record, role_of
 from ..common import fast_math_of, rule_for, scale, zero_guard
-from ..listed_pointers import is_list_item_store
+from ..held_pointers import is_held_copy, is_held_pointer_store, is_list_item_store
 from ..rules.needs import rule_needs
 from ..rules.selection import routed_adjoints
 from ..shadows import free_raw, release
@@ -76,7 +77,7 @@ class Adjoints:
             return self._store(ctx, inst)
         if inst in st.call_halves:
             return emit_reverse_call(st, self.avail, ctx, inst, self.add)
-        if emits_reverse(st, inst):
+        if emits_reverse(st, inst) and not is_held_copy(inst, st.info):  # (no adjoints)
             record = call_record(inst)
             assert record is not None and record.reverse is not None
             record.reverse(ReverseCallContext(st, self.avail, ctx, self.add), inst)
@@ -150,8 +151,10 @@ class Adjoints:
 
     def _store(self, ctx: BlockContext, inst: Instruction) -> None:
         v, ptr = inst.operands
-        if ptr not in self.st.info.shadowed or is_list_item_store(self.st.primal, inst):
-            return                      # a shadow list's pointers and integers stay
+        if ptr not in self.st.info.shadowed or is_list_item_store(self.st.primal, inst) \
+                or is_held_pointer_store(inst, self.st.info) \
+                and pointer_base(ptr) is not self.st.retptr:
+            return                      # shadow pointers and a shadow list's integers stay
         b = self.st.b
         sp = self.avail.shadow(ctx, ptr)
         if v in self.st.info.varied and carries_float(v.type):

@@ -19,9 +19,11 @@ from .callees import augment_call, touches
 from ..held_references import held_reference
 from .parked_shadows import new_slot, take_shadow
 from .checks import check_forward
-from ..listed_pointers import is_list_item_load, is_list_item_store, list_item_shadow
-from ..taped_pointers import (is_tape_copy, is_taped_pointer_load, is_taped_pointer_store,
-                              reads_taped_shadows, taped_shadow)
+from ..held_pointers import (held_load_shadow, held_shadow, is_held_copy,
+                             is_held_pointer_load, is_held_pointer_store, is_list_item_store,
+                             list_item_shadow)
+from ..taped_pointers import (is_tape_copy, is_taped_pointer_store, reads_taped_shadows,
+                              taped_shadow)
 from .growable import allocate_growable, growable_data, resize_growable
 from .state import ReverseState
 from .tape import Tape
@@ -59,6 +61,7 @@ class AugmentedForward:
             self._mirror_returned_pointer(inst)
             self._mirror_taped_pointer(inst)
             self._mirror_listed_pointer(inst)
+            self._mirror_held_pointer(inst)
             if inst in st.growable or inst.operands and inst.operands[0] in st.growable:
                 self._growable(inst)
             elif inst in st.allocs:
@@ -149,8 +152,8 @@ class AugmentedForward:
             shadow = call_shadow(b, st.module, inst, st.map, st.fshadow.__getitem__)
         if shadow is not None:
             return shadow
-        if is_taped_pointer_load(inst) or is_list_item_load(inst, st.info):
-            return b.load(PTR, st.fshadow[inst.operands[0]])    # kept beside it
+        if is_held_pointer_load(inst, st.info):                 # kept beside it
+            return held_load_shadow(b, st.diag, st.info, inst, st.fshadow[inst.operands[0]])
         if inst.opcode == "alloca":
             if inst.operands:
                 raise st.diag.unsupported("dynamic alloca holding active values", inst)
@@ -183,9 +186,20 @@ class AugmentedForward:
         st.b.call(st.module.functions[inst.callee_name or ""],
                   [st.fshadow[dst], st.fshadow[src], *(st.map(o) for o in rest)], inst.type)
 
+    def _mirror_held_pointer(self, inst: Instruction) -> None:
+        """A pointer stored into shadowed memory: its shadow goes to the same place in the
+        shadow memory (`held_pointers.py`), where the reverse of a store leaves it."""
+        st = self.st
+        if is_held_pointer_store(inst, st.info) and pointer_base(inst.operands[1]) is not st.retptr:
+            st.b.store(held_shadow(st.diag, inst, st.fshadow.get), st.fshadow[inst.operands[1]])
+        elif is_held_copy(inst, st.info):
+            dst, src, *rest = inst.operands
+            st.b.call(st.module.functions[inst.callee_name or ""],
+                      [st.fshadow[dst], st.fshadow[src], *(st.map(o) for o in rest)], inst.type)
+
     def _mirror_listed_pointer(self, inst: Instruction) -> None:
         """A pointer or integer stored into a list of arrays: the shadow list mirrors it
-        (`listed_pointers.py`)."""
+        (`held_pointers.py`)."""
         st = self.st
         if inst.operands and inst.operands[-1] in st.info.shadowed \
                 and is_list_item_store(st.primal, inst):

@@ -7,6 +7,7 @@ from ...known.memory import pointer_base
 from ..common import (check_pointer_to_int, check_reinterpretation, check_store,
                       describe_memory)
 from ...known.model import ReadInReverse, Role, call_record
+from ..held_pointers import check_aggregate_load, check_held_copy, is_held_copy
 from ..rules import lookup
 from ..rules.math import math_rule_name
 from .calls import ReverseCallContext, emits_reverse
@@ -17,6 +18,7 @@ from .state import ReverseState
 def check_forward(st: ReverseState, inst: Instruction) -> None:
     """Reject what the reverse pass cannot handle, before emitting anything for it."""
     op, info = inst.opcode, st.info
+    check_aggregate_load(st.diag, info, inst)
     if op == "store":
         check_store(st.diag, st.spec, st.primal, info, inst)
     elif op == "load" and inst.operands[0] in info.shadowed and inst.type.is_int \
@@ -34,6 +36,8 @@ def check_forward(st: ReverseState, inst: Instruction) -> None:
 
 
 def _check_call(st: ReverseState, inst: Instruction) -> None:
+    if is_held_copy(inst, st.info):
+        check_held_copy(st.diag, st.info, inst, reverse=True)
     record = call_record(inst)
     touches = any(o in st.info.shadowed or o in st.info.varied for o in inst.operands)
     if not touches or record is not None and (record.inert or record.role is Role.RAW_FREE):

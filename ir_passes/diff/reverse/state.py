@@ -71,7 +71,8 @@ class ReverseState:
         self.call_halves: dict[Instruction, Any] = {}     # such a call -> its callee's halves
         self.synthesize: Callable[[DiffSpec], Function] | None = None   # set by the driver
         self.info = analyze_activity(self.primal, *activity_seeds(self.primal, spec),
-                                     self.callees)
+                                     self.callees, known_element_types(self.primal, spec),
+                                     module.named_types)
         refuse_known_problem_calls(self.diag, self.primal, self.info)
         hidden_shadows(self.diag, self.primal, self.info, [
             i for i in self.primal.instructions() if i.callee_name in self.callees and any(
