@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import Collection
 
 from ..ir.printer import print_function
-from ..ir.types import ArrayType, FloatType, IntType, StructType, Type, VectorType
+from ..ir.types import (ArrayType, FloatType, IntType, NamedStructType, StructType, Type,
+                        VectorType)
 from ..ir.values import Argument, Function, Instruction, Value
 from .array_lists import in_list_storage
 from ..known.memory import is_tape_memory, pointer_base, pointer_bases
@@ -31,8 +32,9 @@ _POINTER_DERIVING = {"getelementptr", "select", "phi", "bitcast", "addrspacecast
 
 
 def carries_float(t: Type) -> bool:
-    """Whether values of type `t` can hold a differentiable float."""
-    if isinstance(t, FloatType):
+    """Whether values of type `t` can hold a differentiable float (a named struct, whose
+    layout is not resolved here, may: the synthesizers refuse it, `diff/default_deny.py`)."""
+    if isinstance(t, (FloatType, NamedStructType)):
         return True
     if isinstance(t, (VectorType, ArrayType)):
         return carries_float(t.element)
@@ -159,7 +161,7 @@ def _is_varied(inst: Instruction, varied: set[Value], shadowed: set[Value]) -> b
         return False
     if inst.opcode == "load":
         return inst.operands[0] in shadowed and (carries_float(inst.type)
-                                                 or isinstance(inst.type, IntType))
+                                                 or inst.type.scalar.is_int)  # i64, <2 x i64>
     if not carries_float(inst.type):
         return False
     ops = inst.operands[1:] if inst.opcode == "select" else inst.operands

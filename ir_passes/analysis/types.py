@@ -56,10 +56,11 @@ def analyze_memory_types(fn: Function, known: dict[Value, Type] | None = None) -
 
 
 def _access(inst: Instruction) -> tuple[Value, Type] | None:
+    """(pointer, scalar type accessed): a SIMD vector access accesses its element type."""
     if inst.opcode == "load":
-        return inst.operands[0], inst.type
+        return inst.operands[0], inst.type.scalar
     if inst.opcode == "store":
-        return inst.operands[1], inst.operands[0].type
+        return inst.operands[1], inst.operands[0].type.scalar
     return None
 
 

@@ -17,6 +17,7 @@ from ...known.array_layout import DATA
 from ..allocations import growable_allocations, returns_memory, shadowed_allocations
 from ..callees import hidden_shadows, not_inlined_callees
 from ..common import refuse_known_problem_calls
+from ..default_deny import refuse_unhandled
 from ..returns import is_exceptional_return, return_slot
 from ..rules.emitter import MathEmitter
 from ..seeds import activity_seeds, is_raw_pointer, known_element_types
@@ -68,6 +69,7 @@ class ReverseState:
         self.info = analyze_activity(self.primal, *activity_seeds(self.primal, spec),
                                      self.callees)
         refuse_known_problem_calls(self.diag, self.primal, self.info)
+        refuse_unhandled(self.diag, self.primal, self.info)
         hidden_shadows(self.diag, self.primal, self.info, [
             i for i in self.primal.instructions() if i.callee_name in self.callees and any(
                 o in self.info.varied or o in self.info.shadowed for o in i.operands)],

@@ -5,6 +5,11 @@ A rule maps the primal operands (and result) of one operation to its partial der
 Σ ∂_i · tangent_i; reverse mode accumulates ∂_i · adjoint into each operand's adjoint. A
 partial of `None` means "identically zero" (the operand is not differentiable, e.g. the
 integer exponent of powi). An operation with no registered rule is an error, never a zero.
+
+Partials have their operand's type, so vector operands get lane-wise partials. A horizontal
+operation (a vector reduction to a scalar) lists in `reduces` the vector operands whose
+partial is the gradient of the scalar result with respect to the lanes: forward mode sums the
+lanes of ∂_i · tangent_i, reverse mode multiplies ∂_i by the adjoint splat across the lanes.
 """
 from __future__ import annotations
 
@@ -22,17 +27,19 @@ class Rule:
     name: str
     partials: Partials
     nondiff: bool = False   # every partial is zero (floor, round, sign-like ops)
+    reduces: frozenset[int] = frozenset()   # vector operands reduced to the scalar result
 
 
 _RULES: dict[str, Rule] = {}
 
 
-def defrule(*names: str) -> Callable[[Partials], Partials]:
-    """Register `partials` for one or more op names (opcode, `llvm.<intrinsic>`, libm name)."""
+def defrule(*names: str, reduces: tuple[int, ...] = ()) -> Callable[[Partials], Partials]:
+    """Register `partials` for one or more op names (opcode, `llvm.<intrinsic>`, libm name);
+    `reduces`: the operands a vector reduction sums over (see the module docstring)."""
     def register(fn: Partials) -> Partials:
         for name in names:
             assert name not in _RULES, f"duplicate rule for {name}"
-            _RULES[name] = Rule(name, fn)
+            _RULES[name] = Rule(name, fn, reduces=frozenset(reduces))
         return fn
     return register
 
