@@ -160,11 +160,12 @@ class Adjoints:
         partials = rule.partials(st.m, args, res)
         for i in wanted:
             p = partials[i]
-            if p is not None:
-                term = scale(b, p, adj if i not in rule.reduces
-                             else b.splat(adj, ops[i].type.count))  # type: ignore[attr-defined]
-                if inst in st.speculated and term is not adj:
-                    term = self._strong_zero(term, adj)
+            if p is not None:     # a reduced vector operand: the adjoint of every lane
+                lanes = adj if i not in rule.reduces else \
+                    b.splat(adj, ops[i].type.count)  # type: ignore[attr-defined]
+                term = scale(b, p, lanes)
+                if inst in st.speculated and term is not lanes:
+                    term = self._strong_zero(term, lanes)
                 self.add(ops[i], term)
         b.fast_math = ()
 

@@ -74,3 +74,13 @@ double sum_of_products(const double *x, int n) {
   for (int i = 0; i < n; i++) s += x[i] * x[i] * (1.0 + x[i]);
   return s;
 }
+
+/* struct copies of vectors (llvm.memcpy at -O0; vector loads and stores once optimised) */
+typedef struct { v2 lo, hi; } v2pair;
+void v2_pair(v2pair *out, const v2pair *in) {
+  v2pair t = *in;
+  v2 s = t.lo;
+  t.lo = t.hi * s;
+  t.hi = s * s + t.hi;
+  *out = t;
+}

@@ -27,7 +27,7 @@ _SIGNATURES = {
     "v4_math": (_D, [_P, _P, _P]), "v4_shuffle": (_D, [_P, _P, _I]), "v4_max": (_D, [_P]),
     "f4_mix": (_F, [_P, _P, _I]), "v2_loop": (_D, [_P, _I]), "v2_extrema": (None, [_P, _P, _P]),
     "axpy_sq": (None, [_P, _P, _D, _I]), "dot": (_D, [_P, _P, _I]),
-    "sum_of_products": (_D, [_P, _I]),
+    "sum_of_products": (_D, [_P, _I]), "v2_pair": (None, [_P, _P]),
 }
 
 
@@ -50,9 +50,9 @@ def library() -> ctypes.CDLL:
 
 @functools.lru_cache(maxsize=None)
 def ir_at(opt: str) -> str:
-    """Path of the IR clang-22 makes of simd.c at optimisation level `opt` (e.g. "-O3")."""
-    out = os.path.join(_tmp(), f"simd{opt}.ll")
-    subprocess.run(["clang-22", opt, "-gline-tables-only", "-gno-call-site-info", "-emit-llvm",
+    """Path of the IR clang-22 makes of simd.c with flags `opt` (e.g. "-O3 -ffast-math")."""
+    out = os.path.join(_tmp(), f"simd{opt.replace(' ', '')}.ll")
+    subprocess.run(["clang-22", *opt.split(), "-gline-tables-only", "-gno-call-site-info", "-emit-llvm",
                     "-S", SIMD_C, "-o", out], check=True, capture_output=True)
     return out
 
@@ -64,7 +64,7 @@ def _c_name(f) -> str:
 def kernels() -> list[Kernel]:
     lib = library()     # Numba calls ctypes functions bound to local names (not attributes)
     v2_product, v2_arith, v4_math, v4_shuffle, v4_max, f4_mix, v2_loop, v2_extrema, axpy_sq, \
-        dot, sum_of_products = (getattr(lib, n) for n in _SIGNATURES)
+        dot, sum_of_products, v2_pair = (getattr(lib, n) for n in _SIGNATURES)
 
     def k_v2_product(out, a, b): v2_product(out.ctypes, a.ctypes, b.ctypes)
     def k_v2_arith(out, a, b): v2_arith(out.ctypes, a.ctypes, b.ctypes)
@@ -77,6 +77,7 @@ def kernels() -> list[Kernel]:
     def k_axpy_sq(y, x, a, n): axpy_sq(y.ctypes, x.ctypes, a, n)
     def k_dot(x, y, n): return dot(x.ctypes, y.ctypes, n)
     def k_sum_of_products(x, n): return sum_of_products(x.ctypes, n)
+    def k_v2_pair(out, p): v2_pair(out.ctypes, p.ctypes)
 
     def arr(rng, n, dtype=np.float64):
         return rng.uniform(-1.2, 1.2, n).astype(dtype)
@@ -100,6 +101,7 @@ def kernels() -> list[Kernel]:
         Kernel("axpy_sq", k_axpy_sq, lambda r: (arr(r, 11), arr(r, 11), 0.8, 11), outputs=(0,)),
         Kernel("dot", k_dot, lambda r: (arr(r, 13), arr(r, 13), 13)),
         Kernel("sum_of_products", k_sum_of_products, lambda r: (arr(r, 9), 9)),
+        Kernel("v2_pair", k_v2_pair, lambda r: (np.zeros(4), arr(r, 4)), outputs=(0,)),
     ]
 
 

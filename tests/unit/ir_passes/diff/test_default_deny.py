@@ -229,3 +229,15 @@ def test_integer_vector_copies_of_floats_are_not_dropped():
     np.testing.assert_array_equal(jt, tb)
     with pytest.raises(UnsupportedError, match="integer load from shadowed"):
         _derive(text, "reverse")
+
+
+def test_vector_values_in_vector_forward_mode_are_refused():
+    """Width k > 1 gives every float a `<k x T>` tangent; a SIMD vector's would be a vector
+    of vectors: refused by name (the same function on doubles is differentiated)."""
+    from enzyme_py.inspection import inspect
+    scalar = _module("%r = fmul double %x, %y", "double")
+    assert "define" in inspect(scalar, "dup,dup,dup", "forward", func="f", width=2)
+    with pytest.raises(UnsupportedError, match=r"SIMD vector <2 x double> of active values in "
+                                               r"vector forward mode \(width 2\)"):
+        inspect(_module("%r = fmul <2 x double> %x, %y", "vector"), "dup,dup,dup", "forward",
+                func="f", width=2)
