@@ -7,6 +7,8 @@ Tangent arithmetic carries `contract`, so its products and sums fuse into multip
 Pointers into shadowed memory get shadow pointers formed by the same address arithmetic;
 loads and stores through them read and write tangents.
 
+SIMD vector values of the primal (`<2 x double>`, width 1) have vector tangents: rules apply
+lane-wise, lane operations are applied to the tangents (`vectors.py`, `default_deny.py`).
 Vector forward mode (width k > 1) uses LLVM vectors: a float's tangent is `<k x T>`, a
 shadow pointer is `<k x ptr>` (one pointer per lane of the shadow array's leading axis).
 The primal's return slot becomes a local alloca with a shadow alloca; every `ret` of the

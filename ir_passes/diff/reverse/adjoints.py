@@ -1,11 +1,12 @@
 """Adjoints: one zero-initialised slot per primal value, and the adjoint of each primal
-instruction (linear and aggregate operations here, the rest from the rule registry, known
-calls from their records' reverse emitters, shadow memory released where it was made)."""
+instruction (linear, aggregate and SIMD lane operations here, the rest from the rule registry,
+known calls from their records' reverse emitters, shadow memory released where it was made).
+Float vectors (`<2 x double>`) have vector adjoints, accumulated lane-wise."""
 from __future__ import annotations
 
 from ...analysis.activity import carries_float
 from ...ir.builder import Builder
-from ...ir.types import ArrayType, FloatType, StructType, Type, VectorType
+from ...ir.types import ArrayType, FloatType, StructType, Type
 from ...ir.values import Argument, Constant, Instruction, Value, const_float, zero
 from ...known.model import Role, call_record, role_of
 from ..common import fast_math_of, rule_for, scale
@@ -198,5 +199,4 @@ def _accumulate(b: Builder, shadow_value: Value, adj: Value) -> Value:
 def adjoint_zero(t: Type) -> Value:
     """The zero adjoints start from: -0.0, the identity of fadd (x + -0.0 == x for every x,
     so LLVM folds the first accumulation away; +0.0 is not an identity for x = -0.0)."""
-    return const_float(t, -0.0) if isinstance(t, FloatType) or \
-        isinstance(t, VectorType) and t.is_float_vector and not t.scalable else zero(t)
+    return const_float(t, -0.0) if isinstance(t, FloatType) or t.is_float_vector else zero(t)
