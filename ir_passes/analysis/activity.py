@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from typing import Collection
 
 from ..ir.printer import print_function
-from ..ir.types import ArrayType, FloatType, IntType, StructType, Type, VectorType, size_of
+from ..ir.types import (ArrayType, FloatType, IntType, NamedStructType, StructType, Type,
+                        VectorType, size_of)
 from ..ir.values import Argument, Function, Instruction, Value
 from .array_lists import in_list_storage
 from .layout import INT, MemoryLayout, analyze_layout
@@ -35,8 +36,9 @@ _POINTER_DERIVING = {"getelementptr", "select", "phi", "bitcast", "addrspacecast
 
 
 def carries_float(t: Type) -> bool:
-    """Whether values of type `t` can hold a differentiable float."""
-    if isinstance(t, FloatType):
+    """Whether values of type `t` can hold a differentiable float (a named struct, whose
+    layout is not resolved here, may: the synthesizers refuse it, `diff/default_deny.py`)."""
+    if isinstance(t, (FloatType, NamedStructType)):
         return True
     if isinstance(t, (VectorType, ArrayType)):
         return carries_float(t.element)
@@ -168,9 +170,9 @@ def _is_varied(inst: Instruction, varied: set[Value], shadowed: set[Value],
     if inst.opcode not in _PROPAGATE:
         return False
     if inst.opcode == "load":
-        return inst.operands[0] in shadowed and (carries_float(inst.type) or isinstance(
-            inst.type, IntType) and not layout.holds_only(inst.operands[0], size_of(inst.type),
-                                                          frozenset({INT})))
+        return inst.operands[0] in shadowed and (carries_float(inst.type) or (
+            inst.type.scalar.is_int                                # i64, <2 x i64>
+            and not layout.holds_only(inst.operands[0], size_of(inst.type), frozenset({INT}))))
     if not carries_float(inst.type):
         return False
     ops = inst.operands[1:] if inst.opcode == "select" else inst.operands

@@ -49,9 +49,9 @@ def analyze_memory_types(fn: Function, known: dict[Value, Type] | None = None) -
     for inst in fn.instructions():
         access = memory_access(inst)
         if access is not None:
-            ptr, t = access
+            ptr, t = access          # a SIMD vector access accesses its element type
             for base in {pointer_base(ptr), *pointer_bases(ptr)}:
-                accessed.setdefault(base, set()).add(t)
+                accessed.setdefault(base, set()).add(t.scalar)
     return MemoryTypes({b: frozenset(ts) for b, ts in accessed.items()})
 
 

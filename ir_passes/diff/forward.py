@@ -7,6 +7,8 @@ Tangent arithmetic carries `contract`, so its products and sums fuse into multip
 Pointers into shadowed memory get shadow pointers formed by the same address arithmetic;
 loads and stores through them read and write tangents.
 
+SIMD vector values of the primal (`<2 x double>`, width 1) have vector tangents: rules apply
+lane-wise, lane operations are applied to the tangents (`vectors.py`, `default_deny.py`).
 Vector forward mode (width k > 1) uses LLVM vectors: a float's tangent is `<k x T>`, a
 shadow pointer is `<k x ptr>` (one pointer per lane of the shadow array's leading axis).
 The primal's return slot becomes a local alloca with a shadow alloca; every `ret` of the
@@ -48,6 +50,8 @@ from .lanes import lane as lane_of
 from .raising import DeferredRaise
 from .reverse.parked_shadows import emit_release_all, release_symbol
 from .returns import pack_results, release_arrays, return_slot
+from .default_deny import refuse_unhandled
+from .vectors import sum_lanes
 from .taped_pointers import (is_taped_pointer_load, is_taped_pointer_store, reads_taped_shadows,
                              taped_shadow, vector_mode_error)
 from .rules.emitter import MathEmitter
@@ -104,6 +108,7 @@ class _Forward:
         self.retptr = self.primal.args[self.spec.retptr]
         self.untracked_arrays = False
         refuse_known_problem_calls(self.diag, self.primal, self.info)
+        refuse_unhandled(self.diag, self.primal, self.info, self.width)
         hidden_shadows(self.diag, self.primal, self.info, [
             i for i in self.primal.instructions() if i.opcode == "call"
             and i.callee_name in callees and touches_derivatives(self, i)], callees)
@@ -240,7 +245,7 @@ class _Forward:
         b, op = self.b, inst.opcode
         if op == "load":
             return self._load_shadow(inst)
-        if op in ("fpext", "fptrunc"):
+        if op in ("fpext", "fptrunc", "bitcast"):   # bitcast: of float lanes (`default_deny`)
             return b.cast(op, self.tangent(inst.operands[0]), self._tangent_type(inst.type))
         if op == "freeze":
             return self.tangent(inst.operands[0])
@@ -249,7 +254,8 @@ class _Forward:
         if op == "insertvalue":
             agg, v = inst.operands
             return b.insertvalue(self.tangent(agg), self.tangent(v), inst.indices)
-        if op in ("extractelement", "insertelement", "shufflevector") and self.width == 1:
+        if op in ("extractelement", "insertelement", "shufflevector"):
+            # linear; lane indices and masks stay (width 1: `default_deny`)
             t = clone_instruction(inst, self.tangent_or_same, self.blocks.__getitem__)
             return b.insert(t)
         return self._apply_rule(inst, clone)
@@ -270,10 +276,12 @@ class _Forward:
         assert rule.partials is not None
         partials = rule.partials(self.m, args, clone)
         total: Value | None = None
-        for a, p in zip(inst.operands, partials):
+        for i, (a, p) in enumerate(zip(inst.operands, partials)):
             if p is None or a not in self.tangents:
                 continue
             term = self._scale(p, self.tangents[a])
+            if i in rule.reduces:       # a vector reduction: the lanes' contributions summed
+                term = sum_lanes(self.b, self.module, term)
             total = term if total is None else self.b.fadd(total, term)
         return total if total is not None else zero_t
 
@@ -382,7 +390,7 @@ class _Forward:
 
     def _load_shadow(self, inst: Instruction) -> Value:
         ptr = self.shadows[inst.operands[0]]
-        if isinstance(inst.type, IntType) and not self._only_stored(inst):
+        if not carries_float(inst.type) and not self._only_stored(inst):
             raise self.diag.unsupported(
                 "integer load from shadowed (float) memory used as a number", inst,
                 "avoid reinterpreting float arrays as integers")

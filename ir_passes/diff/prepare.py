@@ -1,5 +1,6 @@
-"""Rewrites of known calls before synthesis (`KnownCall.prepare`): in the primal, and in a
-callee that is not inlined before its own derivative is synthesized. Each call is rewritten
+"""Rewrites before synthesis, in the primal and in a callee that is not inlined before its own
+derivative is synthesized: undefined vector lanes get a value (`vectors.define_lanes`), and
+known calls are rewritten by their records (`KnownCall.prepare`). Each call is rewritten
 once per module (a callee's derivatives in several activities share its rewritten body; a
 rewrite keeps the call's results, so the callee's primal uses stay right)."""
 from __future__ import annotations
@@ -12,6 +13,7 @@ from ..known.model import call_record
 from .callees import not_inlined_callees
 from .seeds import activity_seeds, known_element_types
 from .spec import DiffSpec
+from .vectors import define_lanes
 
 _prepared: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -21,6 +23,7 @@ def prepare_calls(module: Module, spec: DiffSpec) -> None:
     derivatives under `spec`'s activities; the others stay as they are."""
     done: list[Instruction] = _prepared.setdefault(module, [])
     primal = module.functions[spec.primal]
+    define_lanes(primal)
     calls = [inst for inst in primal.instructions() if inst.opcode == "call"
              and getattr(call_record(inst), "prepare", None) is not None
              and not any(inst is d for d in done)]

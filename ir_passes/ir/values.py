@@ -13,7 +13,7 @@ import struct
 from typing import Iterator
 
 from .types import (DOUBLE, FLOAT, I1, LABEL, PTR, FloatType, FunctionType, IntType, Type,
-                    VOID)
+                    VectorType, VOID)
 
 
 class Value:
@@ -75,6 +75,13 @@ def format_float(type: FloatType, value: float) -> str:
 
 
 def const_float(type: Type, value: float) -> ConstFloat:
+    """The float constant `value` of a float type, or of a fixed float vector type (every lane
+    `value`; `.value` is that lane value, so a vector of ones is recognised like a scalar)."""
+    if isinstance(type, VectorType) and isinstance(type.element, FloatType) \
+            and not type.scalable:
+        lane = format_float(type.element, float(value))
+        return ConstFloat(type, float(value),  # type: ignore[arg-type]
+                          "<" + ", ".join([f"{type.element} {lane}"] * type.count) + ">")
     assert isinstance(type, FloatType), type
     return ConstFloat(type, float(value))
 

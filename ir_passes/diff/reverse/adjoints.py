@@ -1,6 +1,7 @@
 """Adjoints: one zero-initialised slot per primal value, and the adjoint of each primal
-instruction (linear and aggregate operations here, the rest from the rule registry, known
-calls from their records' reverse emitters, shadow memory released where it was made).
+instruction (linear, aggregate and SIMD lane operations here, the rest from the rule registry,
+known calls from their records' reverse emitters, shadow memory released where it was made).
+Float vectors (`<2 x double>`) have vector adjoints, accumulated lane-wise.
 
 A product of a partial with a zero adjoint is zero, not NaN (`zero_guard`), for values that
 feed a `select` (computed for an arm it may not take: a guard hoisted into a select) and
@@ -26,6 +27,7 @@ from ..held_references import held_reference
 from .kept import drop_held
 from .parked_shadows import park_shadow
 from .state import ReverseState
+from ..vectors import shuffle_transpose
 
 
 class Adjoints:
@@ -56,7 +58,7 @@ class Adjoints:
 
     def _sum(self, a: Value, d: Value) -> Value:
         b = self.st.b
-        if isinstance(a.type, FloatType):
+        if a.type.scalar.is_float:      # a float or a vector of floats
             return b.fadd(a, d)
         if isinstance(a.type, (StructType, ArrayType)):
             out = a
@@ -67,7 +69,9 @@ class Adjoints:
                     s = self._sum(b.extractvalue(a, (i,)), b.extractvalue(d, (i,)))
                     out = b.insertvalue(out, s, (i,))
             return out
-        return a
+        if not carries_float(a.type):   # integers and pointers hold no adjoint
+            return a
+        raise self.st.diag.unsupported(f"adjoint of a value of type {a.type}")
 
     # ------------------------------------------------------------ instructions
     def emit(self, ctx: BlockContext, inst: Instruction) -> None:
@@ -103,11 +107,12 @@ class Adjoints:
     def _active(self, ctx: BlockContext, inst: Instruction, adj: Value) -> None:
         b, op = self.st.b, inst.opcode
         if op == "load":
-            sp = self.avail.shadow(ctx, inst.operands[0])
-            b.store(_accumulate(b, b.load(inst.type, sp), adj) if inst.type.is_float
-                    else self._sum(b.load(inst.type, sp), adj), sp)
-        elif op in ("fpext", "fptrunc"):
-            back = "fptrunc" if op == "fpext" else "fpext"
+            sp, align = self.avail.shadow(ctx, inst.operands[0]), inst.align  # as the primal's
+            old = b.load(inst.type, sp, align=align)
+            b.store(_accumulate(b, old, adj) if inst.type.scalar.is_float
+                    else self._sum(old, adj), sp, align=align)
+        elif op in ("fpext", "fptrunc", "bitcast"):   # bitcast: of float lanes (`default_deny`)
+            back = {"fpext": "fptrunc", "fptrunc": "fpext"}.get(op, op)
             self.add(inst.operands[0], b.cast(back, adj, inst.operands[0].type))
         elif op == "freeze":
             self.add(inst.operands[0], adj)
@@ -118,8 +123,30 @@ class Adjoints:
             agg, v = inst.operands
             self.add(v, b.extractvalue(adj, inst.indices))
             self.add(agg, b.insertvalue(adj, zero(v.type), inst.indices))
+        elif op in ("extractelement", "insertelement", "shufflevector"):
+            self._lanes(ctx, inst, adj)
         else:
             self._rule(ctx, inst, adj)
+
+    def _lanes(self, ctx: BlockContext, inst: Instruction, adj: Value) -> None:
+        """Transposes of the linear lane operations: an extracted lane's adjoint goes back to
+        its lane, an inserted one's comes out of it, a shuffle's lanes go back to where they
+        were picked from (summed where picked more than once)."""
+        b, op = self.st.b, inst.opcode
+        if op == "extractelement":
+            vec, idx = inst.operands
+            self.add(vec, b.insert(Instruction("insertelement", vec.type, [
+                zero(vec.type), adj, self.avail.value(ctx, idx)])))
+        elif op == "insertelement":
+            vec, v, idx = inst.operands
+            at = self.avail.value(ctx, idx)
+            self.add(v, b.insert(Instruction("extractelement", v.type, [adj, at])))
+            self.add(vec, b.insert(Instruction("insertelement", vec.type, [adj, zero(v.type),
+                                                                           at])))
+        else:
+            first, second = shuffle_transpose(b, inst, adj)
+            self.add(inst.operands[0], first)
+            self.add(inst.operands[1], second)
 
     def _rule(self, ctx: BlockContext, inst: Instruction, adj: Value) -> None:
         st, b = self.st, self.st.b
@@ -143,9 +170,11 @@ class Adjoints:
             guarded = st.spec.strong_zero or inst in st.speculated
             for i in wanted:
                 p = partials[i]
-                if p is not None:
-                    term = scale(b, p, adj)
-                    self.add(ops[i], zero_guard(b, term, adj, adjoint_zero(adj.type))
+                if p is not None:     # a reduced vector operand: the adjoint of every lane
+                    lanes = adj if i not in rule.reduces else \
+                        b.splat(adj, ops[i].type.count)  # type: ignore[attr-defined]
+                    term = scale(b, p, lanes)
+                    self.add(ops[i], zero_guard(b, term, lanes, adjoint_zero(lanes.type))
                              if guarded else term)
         b.fast_math = ()
 
@@ -158,8 +187,8 @@ class Adjoints:
         b = self.st.b
         sp = self.avail.shadow(ctx, ptr)
         if v in self.st.info.varied and carries_float(v.type):
-            self.add(v, b.load(v.type, sp))
-        b.store(zero(v.type), sp)
+            self.add(v, b.load(v.type, sp, align=inst.align))
+        b.store(zero(v.type), sp, align=inst.align)
 
 
 def _accumulate(b: Builder, shadow_value: Value, adj: Value) -> Value:
@@ -172,4 +201,4 @@ def _accumulate(b: Builder, shadow_value: Value, adj: Value) -> Value:
 def adjoint_zero(t: Type) -> Value:
     """The zero adjoints start from: -0.0, the identity of fadd (x + -0.0 == x for every x,
     so LLVM folds the first accumulation away; +0.0 is not an identity for x = -0.0)."""
-    return const_float(t, -0.0) if isinstance(t, FloatType) else zero(t)
+    return const_float(t, -0.0) if isinstance(t, FloatType) or t.is_float_vector else zero(t)

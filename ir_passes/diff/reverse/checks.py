@@ -2,6 +2,7 @@
 emitted for it."""
 from __future__ import annotations
 
+from ...analysis.activity import carries_float
 from ...ir.values import Argument, Instruction
 from ...known.memory import pointer_base
 from ..common import (check_pointer_to_int, check_reinterpretation, check_store,
@@ -21,7 +22,7 @@ def check_forward(st: ReverseState, inst: Instruction) -> None:
     check_aggregate_load(st.diag, info, inst)
     if op == "store":
         check_store(st.diag, st.spec, st.primal, info, inst)
-    elif op == "load" and inst.operands[0] in info.shadowed and inst.type.is_int \
+    elif op == "load" and inst.operands[0] in info.shadowed and not carries_float(inst.type) \
             and inst in info.varied:                # (not an integer kept on a tape)
         raise st.diag.unsupported("integer load from shadowed (float) memory", inst,
                                   "avoid reinterpreting float arrays as integers")
@@ -31,8 +32,6 @@ def check_forward(st: ReverseState, inst: Instruction) -> None:
         check_pointer_to_int(st.diag, st.primal, info, inst)
     elif op == "bitcast":
         check_reinterpretation(st.diag, info, inst)
-    elif op in ("extractelement", "insertelement", "shufflevector") and inst in info.varied:
-        raise st.diag.unsupported(f"'{op}' on active values in reverse mode", inst)
 
 
 def _check_call(st: ReverseState, inst: Instruction) -> None:

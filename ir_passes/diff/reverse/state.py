@@ -17,6 +17,7 @@ from ...known.array_layout import DATA
 from ..allocations import growable_allocations, returns_memory, shadowed_allocations
 from ..callees import hidden_shadows, not_inlined_callees
 from ..common import refuse_known_problem_calls
+from ..default_deny import refuse_unhandled
 from ..raising import DeferredRaise
 from ..returns import is_exceptional_return, return_slot
 from ..rules import lookup
@@ -74,6 +75,7 @@ class ReverseState:
                                      self.callees, known_element_types(self.primal, spec),
                                      module.named_types)
         refuse_known_problem_calls(self.diag, self.primal, self.info)
+        refuse_unhandled(self.diag, self.primal, self.info)
         hidden_shadows(self.diag, self.primal, self.info, [
             i for i in self.primal.instructions() if i.callee_name in self.callees and any(
                 o in self.info.varied or o in self.info.shadowed for o in i.operands)],

@@ -5,8 +5,8 @@ execution; the reverse of that block pops the frame at its start. Blocks run bac
 the reverse pass, so frames come off in exactly the order they went on, whatever the control
 flow (loops with unknown trip counts, breaks, early returns).
 
-Slots are compact: an i1 takes one byte, an i32 or a float four, everything else eight
-(`slot_bytes`). A frame lays its values out largest first, so each sits at a multiple of its
+Slots are compact: an i1 takes one byte, an i32 or a float four, a SIMD vector its size in
+whole 8-byte slots, everything else eight (`slot_bytes`). A frame lays its values out largest first, so each sits at a multiple of its
 size from the frame's start, and takes exactly their total. Frames follow one another
 unpadded, so an access is aligned to min(its size, the largest power of two dividing every
 frame of the tape), which `fit` computes once the frames are known.
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from ...ir.builder import Builder, declare
 from ...ir.types import (I8, I64, PTR, VOID, FloatType, FunctionType, IntType, StructType, Type,
-                        size_of)
+                        VectorType, size_of)
 from ...ir.values import (Block, Constant, Function, GlobalRef, Instruction, Module, Value,
                           const_int)
 
@@ -154,9 +154,12 @@ class Tape:
 
 def slot_bytes(t: Type) -> int:
     """Bytes a value of type `t` takes on the tape: an integer or float narrower than a slot
-    its allocation size (i1: one byte), anything else a full slot."""
+    its allocation size (i1: one byte), a vector wider than a slot whole slots, anything else
+    a full slot."""
     if isinstance(t, (IntType, FloatType)) and size_of(t) < SLOT:
         return size_of(t)
+    if isinstance(t, VectorType) and size_of(t) > SLOT:
+        return -(-size_of(t) // SLOT) * SLOT
     return SLOT
 
 

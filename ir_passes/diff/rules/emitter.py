@@ -3,12 +3,20 @@
 Wraps a `Builder` and the output `Module`: float constants of the operand's type, arithmetic,
 comparisons and calls to math functions (declared on first use, as LLVM intrinsics where one
 exists, otherwise as libm symbols with the `f` suffix for float32).
+
+Operands may be fixed-width float vectors (`<2 x double>`): a rule written for scalars then
+works lane-wise unchanged. Constants become splats, intrinsics take their vector overload
+(`llvm.cos.v2f64`), and functions without one (libm `erf`, support functions) are called once
+per lane (`lanewise`). `lanes` / `vector` let a rule of a horizontal operation (a vector
+reduction) read and build lanes.
 """
 from __future__ import annotations
 
+from typing import Callable
+
 from ...ir.builder import Builder, declare
-from ...ir.types import FloatType, Type
-from ...ir.values import ConstFloat, Module, Value, const_float, const_int
+from ...ir.types import FloatType, Type, VectorType
+from ...ir.values import ConstFloat, Constant, Module, Value, const_float, const_int
 
 # Math functions LLVM has intrinsics for (called as llvm.<name>.f32/f64).
 INTRINSIC_MATH = frozenset({
@@ -19,6 +27,9 @@ INTRINSIC_MATH = frozenset({
 
 
 def intrinsic_suffix(t: Type) -> str:
+    """`f64`, `f32`, or for a fixed vector of them `v2f64`, `v4f32`."""
+    if isinstance(t, VectorType) and not t.scalable:
+        return f"v{t.count}{intrinsic_suffix(t.element)}"
     assert isinstance(t, FloatType), t
     return {"float": "f32", "double": "f64"}[t.kind]
 
@@ -71,9 +82,34 @@ class MathEmitter:
         return self.b.add(n, const_int(n.type, k))
 
     def to_float(self, n: Value, like: Value) -> Value:
-        """Signed integer `n` as a float of `like`'s type (sitofp)."""
-        assert n.type.is_int and like.type.is_float, (n.type, like.type)
+        """Signed integer `n` as a float of `like`'s type (sitofp; a scalar `n` is splat
+        across the lanes of a vector `like`)."""
+        assert n.type.is_int and like.type.scalar.is_float, (n.type, like.type)
+        if isinstance(like.type, VectorType) and not isinstance(n.type, VectorType):
+            return self.b.splat(self.b.cast("sitofp", n, like.type.element), like.type.count)
         return self.b.cast("sitofp", n, like.type)
+
+    # ---- lanes of vector operands
+    def lanes(self, v: Value) -> list[Value]:
+        """The lanes of fixed vector `v` as scalars."""
+        assert isinstance(v.type, VectorType) and not v.type.scalable, v.type
+        return [self.b.extractelement(v, j) for j in range(v.type.count)]
+
+    def vector(self, elems: list[Value]) -> Value:
+        """A vector of the scalars `elems` (lane j = elems[j])."""
+        vec: Value = Constant(VectorType(len(elems), elems[0].type), "poison")
+        for j, e in enumerate(elems):
+            vec = self.b.insertelement(vec, e, j)
+        return vec
+
+    def lanewise(self, scalar: Callable[..., Value], *args: Value) -> Value:
+        """`scalar(*args)` for scalar operands; for vector operands the vector of
+        `scalar(lanes j of args)` (integer scalar operands are passed to every lane)."""
+        if not isinstance(args[0].type, VectorType):
+            return scalar(*args)
+        split = [self.lanes(a) if isinstance(a.type, VectorType) else None for a in args]
+        return self.vector([scalar(*(a if s is None else s[j] for a, s in zip(args, split)))
+                            for j in range(args[0].type.count)])
 
     # ---- math functions
     def call(self, name: str, *args: Value) -> Value:
@@ -81,6 +117,8 @@ class MathEmitter:
         t = args[0].type
         if name in INTRINSIC_MATH:
             symbol = f"llvm.{name}.{intrinsic_suffix(t)}"
+        elif isinstance(t, VectorType):     # a libm function: one call per lane
+            return self.lanewise(lambda *lanes: self.call(name, *lanes), *args)
         else:
             symbol = name + ("f" if t == FloatType("float") else "")
         fn = declare(self.module, symbol, t, [a.type for a in args])
@@ -88,12 +126,15 @@ class MathEmitter:
 
     def powi(self, x: Value, n: Value) -> Value:
         """`llvm.powi.<float>.<int>(x, n)`: x to an integer power."""
-        assert x.type.is_float and n.type.is_int, (x.type, n.type)
+        assert x.type.scalar.is_float and n.type.is_int, (x.type, n.type)
         fn = declare(self.module, f"llvm.powi.{intrinsic_suffix(x.type)}.{n.type}", x.type,
                      [x.type, n.type])
         return self.b.call(fn, [x, n], x.type)
 
     def helper(self, symbol: str, ret: Type, *args: Value) -> Value:
-        """Call a support function already defined in (or to be linked into) the module."""
+        """Call a support function already defined in (or to be linked into) the module (a
+        scalar function: called once per lane on vector operands)."""
+        if isinstance(args[0].type, VectorType):
+            return self.lanewise(lambda *lanes: self.helper(symbol, ret.scalar, *lanes), *args)
         fn = declare(self.module, symbol, ret, [a.type for a in args])
         return self.b.call(fn, args, ret)

@@ -194,7 +194,7 @@ def _powi(m, args, res):
 @defrule("numba_ldexp")
 def _ldexp(m, args, res):
     x, n = args   # x * 2^n: ∂x = 2^n = ldexp(1, n), exact; the integer n has no derivative
-    symbol = "numba_ldexp" + ("f" if x.type == FLOAT else "")
+    symbol = "numba_ldexp" + ("f" if x.type.scalar == FLOAT else "")
     return [m.helper(symbol, x.type, m.const(x, 1.0), n), None]
 
 

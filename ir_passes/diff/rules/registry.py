@@ -8,8 +8,13 @@ integer exponent of powi). An operation with no registered rule is an error, nev
 
 A selection rule (`defselect`: select, fabs, copysign, min/max) instead says which operand the
 result is, by `Arm`s: both modes pass the chosen operand's tangent or adjoint through a
-`select` (`diff/selections.py`), never a product with a 0/1 partial, so the operand not chosen
+`select` (`rules/selection.py`), never a product with a 0/1 partial, so the operand not chosen
 contributes nothing even when its own derivative is infinite or NaN (`0 * inf` would be NaN).
+
+Partials have their operand's type, so vector operands get lane-wise partials. A horizontal
+operation (a vector reduction to a scalar) lists in `reduces` the vector operands whose
+partial is the gradient of the scalar result with respect to the lanes: forward mode sums the
+lanes of ∂_i · tangent_i, reverse mode multiplies ∂_i by the adjoint splat across the lanes.
 """
 from __future__ import annotations
 
@@ -40,6 +45,7 @@ class Rule:
     partials: Partials | None       # None for a selection rule
     nondiff: bool = False   # every partial is zero (floor, round, sign-like ops)
     choose: Chooser | None = None   # a selection rule's arms (`defselect`)
+    reduces: frozenset[int] = frozenset()   # vector operands reduced to the scalar result
 
     @property
     def is_selection(self) -> bool:
@@ -49,12 +55,13 @@ class Rule:
 _RULES: dict[str, Rule] = {}
 
 
-def defrule(*names: str) -> Callable[[Partials], Partials]:
-    """Register `partials` for one or more op names (opcode, `llvm.<intrinsic>`, libm name)."""
+def defrule(*names: str, reduces: tuple[int, ...] = ()) -> Callable[[Partials], Partials]:
+    """Register `partials` for one or more op names (opcode, `llvm.<intrinsic>`, libm name);
+    `reduces`: the operands a vector reduction sums over (see the module docstring)."""
     def register(fn: Partials) -> Partials:
         for name in names:
             assert name not in _RULES, f"duplicate rule for {name}"
-            _RULES[name] = Rule(name, fn)
+            _RULES[name] = Rule(name, fn, reduces=frozenset(reduces))
         return fn
     return register
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 
 from ...ir.builder import Builder, add_incoming
-from ...ir.types import FunctionType, Type
+from ...ir.types import FunctionType, Type, VectorType
 from ...ir.values import Function, Module, Value
 from .emitter import MathEmitter, intrinsic_suffix
 
@@ -33,7 +33,10 @@ def digamma_symbol(t: Type) -> str:
 
 
 def digamma(m: MathEmitter, x: Value) -> Value:
-    """Call ψ(x), defining the support function in `m.module` on first use."""
+    """Call ψ(x), defining the support function in `m.module` on first use (once per lane
+    of a vector `x`)."""
+    if isinstance(x.type, VectorType):
+        return m.lanewise(lambda lane: digamma(m, lane), x)
     fn = define_digamma(m.module, x.type)
     return m.helper(fn.name or "", x.type, x)
 

@@ -241,7 +241,8 @@ def _ids() -> list[tuple[str, str]]:
 
 
 def test_every_rule_has_cases():
-    rules, cases = set(all_rules()), set(CASES)
+    # vector reductions have theirs in test_vector_rules.REDUCTION_CASES
+    rules, cases = {n for n, r in all_rules().items() if not r.reduces}, set(CASES)
     assert not rules - cases, f"rules without test points in CASES: {sorted(rules - cases)}"
     assert not cases - rules, f"CASES for rules that are not registered: {sorted(cases - rules)}"
     for name, c in CASES.items():
