@@ -26,8 +26,9 @@ from numba.np.ufunc import parallel
 parallel._launch_threads()        # loads the layer; registers numba_parallel_for & co.
 
 # The body ABI is numba_parallel_for's: void body(ptr args, ptr dims, ptr steps, ptr data).
-# args[0] is this task's slice of the schedule (steps[0] = 16 bytes per division), dims[0]
-# the number of divisions it runs; `data` (passed unchanged to every task) is our closure:
+# args[0] is this task's slice of the schedule (steps[0] = 16 bytes per division), args[1]
+# the whole schedule (steps[1] = 0: the same for every task, so a task knows the index of
+# its divisions), dims[0] the number of divisions it runs; `data` (passed unchanged to every task) is our closure:
 # { ptr x, ptr out, ptr idx, ptr w, ptr hist, ptr tid_of_iteration }.
 COMMON = """
 %clo = type { ptr, ptr, ptr, ptr, ptr, ptr }
@@ -46,9 +47,9 @@ define void @launch(ptr %body, ptr %clo, i64 %n) {
 entry:
   %starts = alloca i64
   %stops = alloca i64
-  %pargs = alloca ptr
+  %pargs = alloca [2 x ptr]
   %pshape = alloca [2 x i64]
-  %psteps = alloca i64
+  %psteps = alloca [2 x i64]
   store i64 0, ptr %starts
   %last = sub i64 %n, 1
   store i64 %last, ptr %stops
@@ -58,11 +59,15 @@ entry:
   %sched = call ptr @allocate_sched(i64 %size)
   %r = call ptr @do_scheduling_signed(i64 1, ptr %starts, ptr %stops, i64 %ndiv, ptr %sched, i64 0)
   store ptr %sched, ptr %pargs
+  %a1 = getelementptr ptr, ptr %pargs, i64 1
+  store ptr %sched, ptr %a1
   store i64 %ndiv, ptr %pshape
   %d1 = getelementptr i64, ptr %pshape, i64 1
   store i64 2, ptr %d1
   store i64 16, ptr %psteps
-  call void @numba_parallel_for(ptr %body, ptr %pargs, ptr %pshape, ptr %psteps, ptr %clo, i64 1, i64 1, i64 %nt)
+  %s1 = getelementptr i64, ptr %psteps, i64 1
+  store i64 0, ptr %s1
+  call void @numba_parallel_for(ptr %body, ptr %pargs, ptr %pshape, ptr %psteps, ptr %clo, i64 1, i64 2, i64 %nt)
   call void @deallocate_sched(ptr %sched)
   ret void
 }
