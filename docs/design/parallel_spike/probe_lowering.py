@@ -83,3 +83,21 @@ for name, fn, args in [("rowmap", rowmap, (x1, np.empty(64))), ("reduce", reduce
         with open(os.path.join(OUT, f"{name}_{k}.ll"), "w") as f:
             f.write(text)
     print("   value:", fn(*args) if name in ("reduce", "fused") else "ok")
+
+# How many divisions Numba's scheduler makes (the derivative forces chunksize 0: ndiv ==
+# num_threads, so one reduction slot per division fits Numba's np.empty(num_threads)).
+import ctypes                                            # noqa: E402
+import llvmlite.binding as ll                            # noqa: E402
+
+sched_size = ctypes.CFUNCTYPE(ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_void_p,
+                              ctypes.c_void_p)(ll.address_of_symbol("get_sched_size"))
+set_chunk = ctypes.CFUNCTYPE(None, ctypes.c_uint64)(ll.address_of_symbol("set_parallel_chunksize"))
+for chunk in (0, 10):
+    set_chunk(chunk)
+    for threads in (1, 2, 4):
+        sizes = []
+        for n in (1, 3, 1000, 10**6):
+            starts, stops = np.array([0], np.int64), np.array([n - 1], np.int64)
+            sizes.append(sched_size(threads, 1, starts.ctypes.data, stops.ctypes.data))
+        print(f"get_sched_size, chunksize {chunk}, {threads} threads, n = 1, 3, 1000, 1e6: {sizes}")
+set_chunk(0)
