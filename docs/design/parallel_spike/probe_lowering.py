@@ -9,6 +9,8 @@ import os
 import re
 import sys
 
+sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..")))
+
 import numpy as np
 import numba
 from numba import prange

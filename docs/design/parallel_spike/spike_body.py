@@ -26,6 +26,7 @@ from numba.core.compiler_lock import global_compiler_lock
 from numba.core.registry import cpu_target
 
 sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..")))
 import enzyme_py.numba_bridge.capture as cap        # noqa: E402  (records raw modules)
 from spike_launch import COMMON                       # noqa: E402  (declarations, @launch)
 
