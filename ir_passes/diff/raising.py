@@ -81,7 +81,8 @@ class DeferredRaise:
         noted = b.load(I32, self.status)
         first = b.binop("and", failed, b.icmp("eq", noted, const_int(I32, 0)))
         b.store(b.select(first, status, noted), self.status)
-        b.store(b.load(PTR, excinfo), b.select(first, self.excinfo, excinfo))
+        # read `excinfo` only on a failure: a caller that cannot fail may pass null (C front end)
+        b.store(b.load(PTR, b.select(first, excinfo, self.excinfo)), self.excinfo)
 
     def returned(self, b: Builder, excinfo: Value, status: Value) -> Value:
         """The status to return instead of `status`: the first failure's, if any, with its
