@@ -27,12 +27,12 @@ from .call_boundary import guard_first_calls
 from .disk_cache import DerivativeCache, fingerprint
 from .numba_bridge.link import lazy_intrinsic, njit_generated, raise_failed
 from .specialize import Specializer
-from .tape import claim, make_tape
+from .tape import NAMESPACE as TAPES
 
 def derive_diff(f, name: str | None, activities, mode: str = "reverse", *,
                 ret: str | tuple[str, ...] | None = None, return_primal: bool = False,
                 width: int = 1, vector_math: bool = True, cache: bool = False,
-                checkpoint: bool = False) -> Dispatcher:
+                checkpoint: bool = False, unchanged: tuple[str, ...] = ()) -> Dispatcher:
     """The derivative of `f` (a Python function or `numba.njit` dispatcher), as a Numba
     dispatcher named `name` (default `d_<f's name>`).
 
@@ -88,6 +88,12 @@ def derive_diff(f, name: str | None, activities, mode: str = "reverse", *,
     with its trip count, by its Python file:line, and why; `enzyme-py inspect --stage tape
     --checkpoint` lists the checkpointed loops; `ir_passes/checkpoint_loops.py`).
 
+    mode="split": `fwd, rev` (API.md "Split mode"). `rev` returns the derivative at the
+      values `fwd` saw: what it reads from argument arrays is kept on the tape (a matrix
+      product's operand is copied whole), unless `unchanged=("x", ...)` names arrays the
+      caller does not change between the halves, which `rev` reads again. `rev` raises
+      `ArgumentError` when an array's shape or a scalar argument differs from `fwd`'s.
+
     Errors: `ActivityError` (a ValueError) for a bad specification, raised here, or at the
     first call when it depends on types (e.g. an int passed for an "active" float);
     `ArgumentError` (an ActivityError) at a call whose arguments do not fit: missing
@@ -99,7 +105,7 @@ def derive_diff(f, name: str | None, activities, mode: str = "reverse", *,
     primal = as_dispatcher(f)
     inner = getattr(primal, "enzyme", None)         # a derivative of a derivative
     spec = parse_spec(primal.py_func, activities, mode, ret, width, return_primal,
-                      inner.argument_labels() if inner is not None else None)
+                      inner.argument_labels() if inner is not None else None, unchanged)
     name = name or f"d_{primal.py_func.__name__}"
     for option, value in (("vector_math", vector_math), ("cache", cache),
                           ("checkpoint", checkpoint)):
@@ -147,7 +153,7 @@ def _dispatcher(name: str, specializer: Specializer, build, wrapper_source, para
     def make_impl(argtypes: tuple):
         # a module name: Numba then pickles the wrapper's globals by reference (disk cache)
         scope = {"__name__": __name__, "__call": call, "__raise_failed": raise_failed,
-                 "np": np, "__make_tape": make_tape, "__claim": claim, **CHECKS}
+                 "np": np, **TAPES, **CHECKS}
         exec(wrapper_source(argtypes), scope)
         impl = scope["impl"]
         impl.__name__ = impl.__qualname__ = as_name
@@ -170,14 +176,14 @@ def _ident(name: str) -> str:
 class autodiff:
     """`@autodiff(mode="reverse", args=("dup", "const"), name=None, ret=None,
     return_primal=False, width=1, vector_math=True, cache=False, checkpoint=False,
-    **njit_options)`: a primal that knows its derivative.
+    unchanged=(), **njit_options)`: a primal that knows its derivative.
 
     Decorates a plain Python function (compiled with `numba.njit(cache=cache,
     **njit_options)`) or an existing njit dispatcher. Calling the result runs the primal;
     `.derivative` is what `derive_diff(f, name or "d_<f>", args, mode, ret=...,
-    return_primal=..., width=..., vector_math=..., cache=..., checkpoint=...)` returns (see
-    `derive_diff` for activities, calling conventions, errors, the on-disk cache and
-    checkpointing);
+    return_primal=..., width=..., vector_math=..., cache=..., checkpoint=...,
+    unchanged=...)` returns (see `derive_diff` for activities, calling conventions, errors,
+    the on-disk cache, checkpointing and split mode);
     `.inspect(stage)` returns the IR text of a stage ("primal", "preprocessed", "activity",
     "derivative", "optimized") for every signature the derivative was called with so far.
     A bad `args` raises `ActivityError` at decoration time.
@@ -186,10 +192,10 @@ class autodiff:
     def __init__(self, fn=None, *, mode: str = "reverse", args=None, name: str | None = None,
                  ret=None, return_primal: bool = False, width: int = 1,
                  vector_math: bool = True, cache: bool = False, checkpoint: bool = False,
-                 **njit_options) -> None:
+                 unchanged: tuple[str, ...] = (), **njit_options) -> None:
         self._options = dict(mode=mode, args=args, name=name, ret=ret,
                              return_primal=return_primal, width=width, vector_math=vector_math,
-                             cache=cache, checkpoint=checkpoint)
+                             cache=cache, checkpoint=checkpoint, unchanged=unchanged)
         self._njit_options = njit_options
         self.primal = None
         self.derivative = None
@@ -206,7 +212,8 @@ class autodiff:
         self.derivative = derive_diff(self.primal, o["name"] or f"d_{pyname}", o["args"],
                                       o["mode"], ret=o["ret"], return_primal=o["return_primal"],
                                       width=o["width"], vector_math=o["vector_math"],
-                                      cache=o["cache"], checkpoint=o["checkpoint"])
+                                      cache=o["cache"], checkpoint=o["checkpoint"],
+                                      unchanged=o["unchanged"])
         functools.update_wrapper(self, self.primal.py_func)
 
     def __call__(self, *args):

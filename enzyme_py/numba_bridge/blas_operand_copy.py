@@ -1,12 +1,16 @@
 """Copies of matrix-product operands whose memory the reverse pass cannot keep
 (`KnownCall.prepare` of dot, gemv and gemm): an operand that is now an argument, now an array
 the function allocated (a phi of both, as in Numba's loop for `np.linalg.matrix_power(A, n)`,
-|n| >= 4, whose running power starts as A). The product reads a fresh copy instead, released
+|n| >= 4, whose running power starts as A); or an argument the caller of a split derivative
+may change between its halves (`ir_passes.diff.split_inputs`: a copy of the whole operand
+costs what taping it would, in one memcpy). The product reads a fresh copy instead, released
 after the call; the reverse pass keeps the copy alive as it keeps any allocated operand. The
 copy is a call of `enzyme_py.operand_copy.<type>(dst, src, count)`, a memcpy whose record
 (`COPY_RECORD`) knows the element type: its adjoint adds d_dst into d_src. Other operands stay
 as they are; in forward mode the copy costs a little and changes nothing."""
 from __future__ import annotations
+
+from typing import Callable
 
 from ir_passes.diff.reverse.kept import local_owner
 from ir_passes.ir.builder import Builder, declare
@@ -31,14 +35,15 @@ def _mixed(v: Value) -> bool:
 
 
 def copy_mixed_operands(module: Module, inst: Instruction, t: FloatType | None,
-                        operands: tuple[Operand, ...]) -> None:
-    """Copy the `operands` of `inst` (floats `t`) that `_mixed` finds, before `inst`; release
-    the copies after it."""
+                        operands: tuple[Operand, ...], moving: Callable[[Value], bool]) -> None:
+    """Copy the `operands` of `inst` (floats `t`) that `_mixed` finds, or whose memory is
+    `moving` (may change before the call's reverse: an argument of a split derivative), before
+    `inst`; release the copies after it."""
     if t is None:
         return                  # complex: the record's check refuses it
     owners = []
     for pos, ld, rows, cols in operands:
-        if not _mixed(inst.operands[pos]):
+        if not (_mixed(inst.operands[pos]) or moving(inst.operands[pos])):
             continue
         b = Builder()
         b.position_before(inst)

@@ -37,6 +37,7 @@ from ..callees import callee_spec, memoised, written_parameters, written_targets
 from ..prepare import prepare_calls
 from ..spec import Activity, DiffSpec, ReturnLeaf, SplitSpec
 from .availability import Availability, BlockContext
+from .checks import refuse_moving_read
 from .kept import local_owner, written_after
 from .parked_shadows import park_shadow, state_slot
 from .split import STATE_ARRAY
@@ -65,6 +66,7 @@ def check_call(st: ReverseState, inst: Instruction, callee: Function) -> None:
         if not op.type.is_pointer:
             continue
         bases.setdefault(id(pointer_base(op)), []).append(i)
+        refuse_moving_read(st, inst, op, f"call to @{callee.name}, which is not inlined")
         if i in writes or st.plan.read_only(op):
             continue
         targets = lambda call: written_targets(call, written)    # noqa: E731
@@ -109,7 +111,8 @@ def _halves_spec(st: ReverseState, inst: Instruction, callee: Function) -> DiffS
     def make(named: DiffSpec):
         halves = dataclasses.replace(named, split=SplitSpec(
             f"augmented_{callee.name}.{named.name.rsplit('.', 1)[1]}", named.name,
-            next(_idents), raw_state=True, reused_state=RECOMPUTED in callee.fn_attrs))
+            next(_idents), raw_state=True, reused_state=RECOMPUTED in callee.fn_attrs,
+            unchanged=None))
 
         def run() -> None:
             assert st.synthesize is not None
