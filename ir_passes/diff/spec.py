@@ -91,7 +91,7 @@ class SplitSpec:
     `unchanged`: the parameters (positions in `params`) whose memory the caller promises not
     to change between the halves, which the reverse half reads again; what it reads from other
     argument memory is kept (`split_inputs.py`). None: no argument memory changes (a callee's
-    halves, whose caller checks what it hands them: `reverse/callees.py`)."""
+    halves handed none that may, whose caller checks the rest: `reverse/callees.py`)."""
     forward: str
     reverse: str
     ident: int
