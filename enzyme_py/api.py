@@ -89,10 +89,11 @@ def derive_diff(f, name: str | None, activities, mode: str = "reverse", *,
     --checkpoint` lists the checkpointed loops; `ir_passes/checkpoint_loops.py`).
 
     mode="split": `fwd, rev` (API.md "Split mode"). `rev` returns the derivative at the
-      values `fwd` saw: what it reads from argument arrays is kept on the tape (a matrix
-      product's operand is copied whole), unless `unchanged=("x", ...)` names arrays the
+      values `fwd` saw: what it reads from argument arrays is kept in the tape (arrays the
+      function only reads are copied whole), unless `unchanged=("x", ...)` names arrays the
       caller does not change between the halves, which `rev` reads again. `rev` raises
-      `ArgumentError` when an array's shape or a scalar argument differs from `fwd`'s.
+      `ArgumentError` when an array's shape (or a strided view's strides) or a scalar
+      argument differs from `fwd`'s.
 
     Errors: `ActivityError` (a ValueError) for a bad specification, raised here, or at the
     first call when it depends on types (e.g. an int passed for an "active" float);

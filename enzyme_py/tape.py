@@ -105,18 +105,25 @@ def differs(a, b):
     return not (a == b or (a != a and b != b))
 
 
-def _recorded(params) -> list[tuple[str, str, object]]:
-    """Of the wrapper's `(name, identifier, type, ...)` per parameter: those `made` records
-    (arrays by their shape, numbers and booleans by value)."""
-    return [(name, ident, t) for name, ident, t, *_ in params
-            if isinstance(t, (types.Array, types.Number, types.Boolean))]
+def _recorded(params) -> list[tuple[str, str, object, str]]:
+    """What `made` records of the wrapper's `(name, identifier, type, ...)` per parameter:
+    `(name, expression, type, what)`: an array's shape (and strides unless its layout fixes
+    them: the reverse addresses the copy `fwd` made of it with them), a number's value."""
+    out = []
+    for name, ident, t, *_ in params:
+        if isinstance(t, types.Array):
+            out.append((name, f"{ident}.shape", types.UniTuple(types.intp, t.ndim), "shape"))
+            if t.layout == "A":
+                out.append((name, f"{ident}.strides", types.UniTuple(types.intp, t.ndim),
+                            "strides"))
+        elif isinstance(t, (types.Number, types.Boolean)):
+            out.append((name, ident, t, "value"))
+    return out
 
 
 def made_expression(params) -> str:
     """The forward wrapper's expression of `made` (a tuple)."""
-    parts = [f"{ident}.shape" if isinstance(t, types.Array) else ident
-             for _, ident, t in _recorded(params)]
-    return "(" + "".join(p + ", " for p in parts) + ")"
+    return "(" + "".join(expr + ", " for _, expr, _, _ in _recorded(params)) + ")"
 
 
 def made_checks(params, tape_type, ident: int) -> list[str]:
@@ -124,24 +131,22 @@ def made_checks(params, tape_type, ident: int) -> list[str]:
     (`ArgumentError` naming the parameter and both shapes or values). A tape of other types
     is another specialisation's: `check_tape(tape, ident)` refuses it first."""
     recorded = _recorded(params)
-    expected = types.Tuple(tuple(types.UniTuple(types.intp, t.ndim)
-                                 if isinstance(t, types.Array) else t for _, _, t in recorded))
     lines = [f"    __check_tape(tape, {ident})"]
-    if tape_type.field_dict.get("made") != expected:
+    if tape_type.field_dict.get("made") != types.Tuple(tuple(t for _, _, t, _ in recorded)):
         return lines
     fix = repr(": pass rev the arguments fwd had (the same shapes and scalars)")
-    for k, (name, p, t) in enumerate(recorded):
+    for k, (name, expr, t, what) in enumerate(recorded):
         made = f"tape.made[{k}]"
-        if isinstance(t, types.Array):
-            test = f"{made} != {p}.shape"
-            text = (f"{repr(repr(name) + ' has shape ')} + __shape_text({p}.shape) + "
-                    f"', but the tape was made for shape ' + __shape_text({made})")
+        if what != "value":
+            test = f"{made} != {expr}"
+            text = (f"{repr(f'{name!r} has {what} ')} + __shape_text({expr}) + "
+                    f"{repr(f', but the tape was made for {what} ')} + __shape_text({made})")
         elif isinstance(t, types.Integer):
-            test = f"__differs({made}, {p})"
-            text = (f"{repr(repr(name) + ' is ')} + str({p}) + ', but the tape was made with ' "
-                    f"+ str({made})")
+            test = f"__differs({made}, {expr})"
+            text = (f"{repr(repr(name) + ' is ')} + str({expr}) + ', but the tape was made "
+                    f"with ' + str({made})")
         else:
-            test = f"__differs({made}, {p})"
+            test = f"__differs({made}, {expr})"
             text = repr(f"{name!r} differs from the value the tape was made with")
         lines += [f"    if {test}:", f"        raise __ArgumentError({text} + {fix})"]
     return lines

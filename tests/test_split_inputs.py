@@ -109,10 +109,33 @@ def _layer_args(r):
     return (r.standard_normal((3, 4)), r.standard_normal(4))
 
 
+def through_norm(x):
+    """np.linalg.norm's reverse reads x again: x is copied whole into the state."""
+    return np.linalg.norm(x) ** 3
+
+
+def doubled_norm(x):
+    """The function writes x, then norm's reverse reads it again."""
+    x[0] = 2.0 * x[0]
+    return np.linalg.norm(x) ** 3
+
+
+def _norm_args(r):
+    return (np.linspace(0.5, 1.5, 6),)
+
+
+def written_product(W, x):
+    """The function writes x, then multiplies by it (the product's operand is copied)."""
+    x[0] = 2.0 * x[0]
+    return np.sum(np.tanh(W @ x))
+
+
 KERNELS = [Kernel("cubes_1d", cubes, _cubes_args),
            Kernel("weighted_rows_2d", weighted_rows, _rows_args, const=(1,)),
            Kernel("layer_product", layer, _layer_args),
            Kernel("callee_reads", through_callee, _cubes_args),
+           Kernel("norm_reads", through_norm, _norm_args),
+           Kernel("written_product", written_product, _layer_args, outputs=(1,)),
            by_name("gmm_loglik"), by_name("heat_step"), by_name("inplace_cumsum")]
 
 
@@ -137,10 +160,10 @@ def _unchanged_arrays(f, name, activities, mode="reverse", **kw):
     return df
 
 
-KERNELS_ARGS = {k.fn: k.args() for k in KERNELS[:4]}
+KERNELS_ARGS = {k.fn: k.args() for k in KERNELS[:5]} | {doubled_norm: _norm_args(None)}
 
 
-@pytest.mark.parametrize("kernel", KERNELS[:4], ids=[k.name for k in KERNELS[:4]])
+@pytest.mark.parametrize("kernel", KERNELS[:5], ids=[k.name for k in KERNELS[:5]])
 def test_unchanged_arrays_are_read_again(kernel):
     check_reverse(kernel, derive=_unchanged_arrays)
     check_inner_product(kernel, derive=_with_forward(_unchanged_arrays))
@@ -183,6 +206,18 @@ def test_a_tape_records_the_sizes_it_was_made_for():
         rev(A, d_A, w, 1.0, tape)
 
 
+def test_strided_views_must_have_the_strides_of_fwd():
+    fwd, rev = derive_diff(cubes, "d_cubes_strided", ("dup", "const"), mode="split")
+    x, other = np.linspace(0.1, 1.0, 14)[::2], np.linspace(0.1, 1.0, 21)[::3]
+    _, tape = fwd(x, np.zeros(14)[::2], 7)
+    with pytest.raises(ArgumentError, match=r"'x' has strides \(24,\), but the tape was made "
+                                            r"for strides \(16,\)"):
+        rev(other, np.zeros(21)[::3], 7, 1.0, tape)
+    d_x = np.zeros(14)[::2]
+    rev(x, d_x, 7, 1.0, tape)
+    np.testing.assert_allclose(d_x, 2 * x * np.sin(x) + x * x * np.cos(x), rtol=1e-12)
+
+
 def test_a_scalar_the_tape_depends_on_must_match():
     fwd, rev = derive_diff(cubes, "d_cubes_n", ("dup", "const"), mode="split")
     x = np.linspace(0.1, 1.0, 7)
@@ -209,22 +244,14 @@ def test_size_mismatch_raises_in_njit_callers():
         caller(x, np.ones(9))
 
 
-def through_norm(x):
-    return np.linalg.norm(x) ** 3
-
-
-def test_a_call_whose_reverse_reads_the_argument_again_is_refused_unless_unchanged():
-    """np.linalg.norm's reverse reads x again: refused, naming the parameter and the fix;
-    with the promise, derived (and right)."""
-    x = np.linspace(0.5, 1.5, 6)
-    fwd, rev = derive_diff(through_norm, None, ("dup",), mode="split")
+def test_a_call_rereading_an_array_the_function_writes_is_refused_unless_unchanged():
+    """Refused, naming the parameter and the fix; with the promise, derived (and right)."""
+    fwd, rev = derive_diff(doubled_norm, None, ("dup",), mode="split")
     with pytest.raises(UnsupportedError, match="(?s)np.linalg.norm.*reverse reads parameter "
                        "'x' again.*unchanged=\\('x',\\)"):
-        fwd(x, np.zeros(6))
-    fwd, rev = derive_diff(through_norm, None, ("dup",), mode="split", unchanged=("x",))
-    d_x = np.zeros(6)
-    rev(x, d_x, 1.0, fwd(x, d_x)[1])
-    np.testing.assert_allclose(d_x, 3 * np.linalg.norm(x) * x, rtol=1e-13)
+        fwd(np.ones(6), np.zeros(6))
+    check_reverse(Kernel("doubled_norm", doubled_norm, _norm_args, outputs=(0,)),
+                  derive=_unchanged_arrays)
 
 
 def test_unchanged_errors():

@@ -5,7 +5,8 @@ Run:  python examples/benchmarks/bench_split_inputs.py [--repeats N] [--only NAM
 
 Not a test: it prints one table. For each kernel of bench_kernels.py, `fwd` then `rev` of
 `derive_diff(..., mode="split")` as the caller may use them (arguments may change between the
-halves, so what `rev` reads from them is kept on the tape), against the same with
+halves, so what `rev` reads from them is kept: arrays the function only reads are copied
+whole into the state, values read from arrays it writes are taped), against the same with
 `unchanged=` naming every array parameter (read again by `rev`, as reverse mode does).
 Columns: `tape` and `tape unch.` are `tape.nbytes` (state + tape), `extra` their difference;
 `fwd+rev` the min time of one `fwd` plus `rev` (process CPU time, interleaved, warm-up calls

@@ -40,7 +40,6 @@ from ..spec import Activity, DiffSpec, ReturnLeaf, SplitSpec
 from ..split_inputs import moving_parameter
 from .availability import Availability, BlockContext
 from .checks import refuse_moving_read
-from .checks import refuse_moving_read
 from .kept import local_owner, written_after
 from .parked_shadows import park_shadow, state_slot
 from .split import STATE_ARRAY
