@@ -33,15 +33,20 @@ class ActivitySpec:
     return_primal: bool
     split: bool = False     # mode="split": reverse mode cut into forward and reverse halves
     strong_zero: bool = False   # 0 * inf = 0 in the derivative (API.md, `derive_diff`)
+    unchanged: tuple[str, ...] = ()   # split mode: arrays the caller does not change between
+    #                                   the halves (read again by `rev`, not kept on the tape)
 
     def shadowed(self, i: int) -> bool:
         return self.activities[i].has_shadow
 
 
 def parse_spec(pyfunc, activities, mode: str, ret, width: int,
-               return_primal: bool, names=None, strong_zero: bool = False) -> ActivitySpec:
+               return_primal: bool, names=None, strong_zero: bool = False,
+               unchanged=()) -> ActivitySpec:
     """`names`: how to call the parameters in messages, if not by `pyfunc`'s own names (a
-    derivative's parameters are generated; its argument labels are given instead)."""
+    derivative's parameters are generated; its argument labels are given instead).
+    `unchanged`: split mode's parameter names (checked to be arrays once types are known:
+    `check_unchanged`)."""
     split = mode == "split"
     if split:
         if return_primal:
@@ -76,7 +81,30 @@ def parse_spec(pyfunc, activities, mode: str, ret, width: int,
         raise ActivityError("return_primal is for reverse mode; forward mode returns the "
                             "primal value already")
     return ActivitySpec(tuple(params), tuple(acts), mode, ret_act, width, return_primal, split,
-                        strong_zero)
+                        strong_zero, _parse_unchanged(unchanged, params, split))
+
+
+def _parse_unchanged(unchanged, params: list[str], split: bool) -> tuple[str, ...]:
+    names = (unchanged,) if isinstance(unchanged, str) else unchanged
+    if not isinstance(names, (tuple, list)) or not all(isinstance(n, str) for n in names):
+        raise ActivityError(f"unchanged must be a tuple of parameter names, not {unchanged!r}")
+    if names and not split:
+        raise ActivityError("unchanged=(...) is for mode='split' only: in the other modes the "
+                            "derivative reads its arguments within one call")
+    for name in names:
+        if name not in params:
+            raise ActivityError(f"unchanged names '{name}', which is not a parameter "
+                                f"({', '.join(params)})")
+    return tuple(dict.fromkeys(names))
+
+
+def check_unchanged(spec: ActivitySpec, types_: tuple) -> None:
+    """Every `unchanged` parameter is an array (the promise is about array memory)."""
+    for name in spec.unchanged:
+        t = types_[spec.params.index(name)]
+        if not isinstance(t, types.Array):
+            raise ActivityError(f"unchanged names '{name}', which is a {t}, not an array: "
+                                "only arrays can change between fwd and rev")
 
 
 def _parse_ret(ret, mode: str) -> Activity | tuple[Activity, ...] | None:

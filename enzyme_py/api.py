@@ -28,12 +28,13 @@ from .disk_cache import DerivativeCache, fingerprint
 from .numba_bridge.link import lazy_intrinsic, njit_generated, raise_failed
 from .omitted import default_scope
 from .specialize import Specializer
-from .tape import claim, make_tape
+from .tape import NAMESPACE as TAPES
 
 def derive_diff(f, name: str | None, activities, mode: str = "reverse", *,
                 ret: str | tuple[str, ...] | None = None, return_primal: bool = False,
                 width: int = 1, vector_math: bool = True, cache: bool = False,
-                checkpoint: bool = False, strong_zero: bool = False) -> Dispatcher:
+                checkpoint: bool = False, strong_zero: bool = False,
+                unchanged: tuple[str, ...] = ()) -> Dispatcher:
     """The derivative of `f` (a Python function or `numba.njit` dispatcher), as a Numba
     dispatcher named `name` (default `d_<f's name>`).
 
@@ -103,6 +104,13 @@ def derive_diff(f, name: str | None, activities, mode: str = "reverse", *,
     never leak the derivative of the operand they did not pick, with or without it; at a tie
     the first operand of min/max gets the derivative, and `abs`'s derivative at 0 is +1.
 
+    mode="split": `fwd, rev` (API.md "Split mode"). `rev` returns the derivative at the
+      values `fwd` saw: what it reads from argument arrays is kept in the tape (arrays the
+      function only reads are copied whole), unless `unchanged=("x", ...)` names arrays the
+      caller does not change between the halves, which `rev` reads again. `rev` raises
+      `ArgumentError` when an array's shape (or a strided view's strides) or a scalar
+      argument differs from `fwd`'s.
+
     Errors: `ActivityError` (a ValueError) for a bad specification, raised here, or at the
     first call when it depends on types (e.g. an int passed for an "active" float);
     `ArgumentError` (an ActivityError) at a call whose arguments do not fit: missing
@@ -114,7 +122,8 @@ def derive_diff(f, name: str | None, activities, mode: str = "reverse", *,
     primal = as_dispatcher(f)
     inner = getattr(primal, "enzyme", None)         # a derivative of a derivative
     spec = parse_spec(primal.py_func, activities, mode, ret, width, return_primal,
-                      inner.argument_labels() if inner is not None else None, strong_zero)
+                      inner.argument_labels() if inner is not None else None, strong_zero,
+                      unchanged)
     name = name or f"d_{primal.py_func.__name__}"
     for option, value in (("vector_math", vector_math), ("cache", cache),
                           ("checkpoint", checkpoint), ("strong_zero", strong_zero)):
@@ -164,8 +173,7 @@ def _dispatcher(name: str, specializer: Specializer, build, wrapper_source, para
     def make_impl(argtypes: tuple):
         # a module name: Numba then pickles the wrapper's globals by reference (disk cache)
         scope = {"__name__": __name__, "__call": call, "__raise_failed": raise_failed,
-                 "np": np, "__make_tape": make_tape, "__claim": claim, **CHECKS,
-                 **default_scope(slots.defaults)}
+                 "np": np, **TAPES, **CHECKS, **default_scope(slots.defaults)}
         exec(wrapper_source(argtypes), scope)
         impl = scope["impl"]
         impl.__name__ = impl.__qualname__ = as_name
@@ -188,15 +196,14 @@ def _ident(name: str) -> str:
 class autodiff:
     """`@autodiff(mode="reverse", args=("dup", "const"), name=None, ret=None,
     return_primal=False, width=1, vector_math=True, cache=False, checkpoint=False,
-    strong_zero=False, **njit_options)`: a primal that knows its derivative.
+    strong_zero=False, unchanged=(), **njit_options)`: a primal that knows its derivative.
 
     Decorates a plain Python function (compiled with `numba.njit(cache=cache,
     **njit_options)`) or an existing njit dispatcher. Calling the result runs the primal;
     `.derivative` is what `derive_diff(f, name or "d_<f>", args, mode, ret=...,
     return_primal=..., width=..., vector_math=..., cache=..., checkpoint=...,
-    strong_zero=...)` returns (see
-    `derive_diff` for activities, calling conventions, errors, the on-disk cache and
-    checkpointing);
+    strong_zero=..., unchanged=...)` returns (see `derive_diff` for activities, calling
+    conventions, errors, the on-disk cache, checkpointing and split mode);
     `.inspect(stage)` returns the IR text of a stage ("primal", "preprocessed", "activity",
     "derivative", "optimized") for every signature the derivative was called with so far.
     A bad `args` raises `ActivityError` at decoration time.
@@ -205,10 +212,12 @@ class autodiff:
     def __init__(self, fn=None, *, mode: str = "reverse", args=None, name: str | None = None,
                  ret=None, return_primal: bool = False, width: int = 1,
                  vector_math: bool = True, cache: bool = False, checkpoint: bool = False,
-                 strong_zero: bool = False, **njit_options) -> None:
+                 strong_zero: bool = False, unchanged: tuple[str, ...] = (),
+                 **njit_options) -> None:
         self._options = dict(mode=mode, args=args, name=name, ret=ret,
                              return_primal=return_primal, width=width, vector_math=vector_math,
-                             cache=cache, checkpoint=checkpoint, strong_zero=strong_zero)
+                             cache=cache, checkpoint=checkpoint, strong_zero=strong_zero,
+                             unchanged=unchanged)
         self._njit_options = njit_options
         self.primal = None
         self.derivative = None
@@ -226,7 +235,8 @@ class autodiff:
                                       o["mode"], ret=o["ret"], return_primal=o["return_primal"],
                                       width=o["width"], vector_math=o["vector_math"],
                                       cache=o["cache"], checkpoint=o["checkpoint"],
-                                      strong_zero=o["strong_zero"])
+                                      strong_zero=o["strong_zero"],
+                                      unchanged=o["unchanged"])
         functools.update_wrapper(self, self.primal.py_func)
 
     def __call__(self, *args):

@@ -20,7 +20,7 @@ from ir_passes.api import (ARRAY_DATA, Activity, SplitSpec, Stages, derivative_s
 from ir_passes.errors import ArgumentError
 from ir_passes.ir.parser import parse_module
 
-from .activities import ActivitySpec, return_activity
+from .activities import ActivitySpec, check_unchanged, return_activity
 from .call_checks import check_lines
 from .collector import paused
 from .numba_bridge.capture import capture
@@ -29,7 +29,7 @@ from .numba_bridge.link import Built, call_if_compiled, compile_library, unique_
 from .numba_target import numba_target
 from .omitted import Filled, Slots, fill, given_prefix, is_omitted, parameter_defaults
 from .returns import check_differentiates_something, d_ret_arguments, takes_d_ret
-from .tape import STATE, TapeType
+from .tape import STATE, TapeType, made_checks, made_expression
 
 _split_ids = itertools.count(1)
 
@@ -217,11 +217,14 @@ class Specializer:
         return Built(text, symbol, target.facts.restype, linked)
 
     def _derive_split(self, primal_types: tuple) -> SplitBuilt:
+        check_unchanged(self.spec, primal_types)
         ident = next(_split_ids)
         names = (unique_symbol(f"augmented_{self.name}"),
                  unique_symbol(derivative_symbol("reverse", self.name)))
+        unchanged = frozenset(self.spec.params.index(p) for p in self.spec.unchanged)
         target, text, linked = self._synthesize(primal_types, names[1],
-                                                SplitSpec(names[0], names[1], ident))
+                                                SplitSpec(names[0], names[1], ident,
+                                                          unchanged=unchanged))
         library = compile_library(text, self.name, linked)
         value = target.facts.capture.restype
         fwd_type = STATE if value == types.none else types.Tuple((value, STATE))
@@ -269,9 +272,10 @@ class Specializer:
         lines += check_lines("reverse", 1, self._checked_params(params, argtypes),
                              self._written_arrays(primal_types))
         built = self.derive(primal_types).forward
+        made = made_expression(self._checked_params(params, argtypes))
         lines += [f"    r = __call({', '.join(params)})", "    __raise_failed(r)",
-                  "    return None, __make_tape(r[3])" if built.restype == STATE
-                  else "    return r[3][0], __make_tape(r[3][1])"]
+                  f"    return None, __make_tape(r[3], {made})" if built.restype == STATE
+                  else f"    return r[3][0], __make_tape(r[3][1], {made})"]
         return "\n".join(lines) + "\n"
 
     def reverse_half_params(self) -> list[str]:
@@ -300,6 +304,7 @@ class Specializer:
                              tuple(e for e, is_array in seeds if is_array))
         split = self.derive(primal_types)
         call_args = ", ".join(params + [e for e, _ in seeds] + ["tape.state"])
+        lines += made_checks(self._checked_params(params, argtypes), rest[-1], split.ident)
         lines += [f"    __claim(tape, {split.ident})", f"    r = __call({call_args})",
                   "    __raise_failed(r)", "    return r[3]"]
         return "\n".join(lines) + "\n"

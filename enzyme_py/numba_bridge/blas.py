@@ -91,10 +91,11 @@ def axpy_function(module: Module, t: FloatType) -> Function:
     return fn
 
 
-def _prepare(module: Module, inst: Instruction) -> None:
-    """Copies of operands of mixed origin (`blas_operand_copy.py`)."""
+def _prepare(module: Module, inst: Instruction, moving) -> None:
+    """Copies of operands of mixed origin or `moving` (`blas_operand_copy.py`)."""
     n, one = inst.operands[_N], ConstInt(inst.operands[_N].type, 1)
-    copy_mixed_operands(module, inst, dot_type(inst), ((_X, n, n, one), (_Y, n, n, one)))
+    copy_mixed_operands(module, inst, dot_type(inst), ((_X, n, n, one), (_Y, n, n, one)),
+                        moving)
 
 
 DOT_RECORD = KnownCall(

@@ -196,21 +196,21 @@ def _reverse_gemm(ctx: ReverseCalls, inst: Instruction) -> None:
     zero_matrix(b, module, t, g, m, n, ldc)
 
 
-def _prepare_gemv(module: Module, inst: Instruction) -> None:
-    """Copies of operands of mixed origin (`blas_operand_copy.py`)."""
+def _prepare_gemv(module: Module, inst: Instruction, moving) -> None:
+    """Copies of operands of mixed origin or `moving` (`blas_operand_copy.py`)."""
     m, n = inst.operands[_V_M], inst.operands[_V_N]
     length = m if _flag(inst, _V_TRANS) == "t" else n
     copy_mixed_operands(module, inst, dot_type(inst), (
-        (_V_A, inst.operands[_V_LDA], m, n), (_V_X, length, length, ConstInt(n.type, 1))))
+        (_V_A, inst.operands[_V_LDA], m, n), (_V_X, length, length, ConstInt(n.type, 1))), moving)
 
 
-def _prepare_gemm(module: Module, inst: Instruction) -> None:
-    """Copies of operands of mixed origin (`blas_operand_copy.py`)."""
+def _prepare_gemm(module: Module, inst: Instruction, moving) -> None:
+    """Copies of operands of mixed origin or `moving` (`blas_operand_copy.py`)."""
     m, n, k = (inst.operands[i] for i in (_M_M, _M_N, _M_K))
     a_shape = (k, m) if _flag(inst, _M_TA) == "t" else (m, k)
     b_shape = (n, k) if _flag(inst, _M_TB) == "t" else (k, n)
     copy_mixed_operands(module, inst, dot_type(inst), (
-        (_M_A, inst.operands[_M_LDA], *a_shape), (_M_B, inst.operands[_M_LDB], *b_shape)))
+        (_M_A, inst.operands[_M_LDA], *a_shape), (_M_B, inst.operands[_M_LDB], *b_shape)), moving)
 
 
 _HINT = ("multiply a copy of the operand written later (A.copy() @ x or A @ x.copy()), or "

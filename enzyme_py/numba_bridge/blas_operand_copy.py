@@ -5,7 +5,10 @@
   as A);
 - an operand the function writes after the product (`w -= lr * X.T @ (X @ w - y)` in a
   gradient-descent loop: `w` is read by `X @ w`, then updated), an argument or an array it
-  allocated (`written_after`, the walk the reverse pass's own check uses).
+  allocated (`written_after`, the walk the reverse pass's own check uses);
+- an argument the caller of a split derivative may change between its halves
+  (`ir_passes.diff.split_inputs`: a copy of the whole operand costs what taping it would, in
+  one memcpy).
 The product reads a fresh copy instead, released after the call; the reverse pass keeps the
 copy alive as it keeps any allocated operand (one copy per call executed: the memory a tape
 would take). The copy is a call of `enzyme_py.operand_copy.<type>(dst, src, count)`, a memcpy
@@ -13,6 +16,8 @@ whose record (`COPY_RECORD`) knows the element type: its adjoint adds d_dst into
 operands stay as they are; in forward mode the copy costs one pass over the operand and
 changes nothing."""
 from __future__ import annotations
+
+from typing import Callable
 
 from ir_passes.diff.reverse.kept import local_owner, written_after
 from ir_passes.ir.builder import Builder, declare
@@ -45,14 +50,15 @@ def _not_kept(inst: Instruction, v: Value) -> bool:
 
 
 def copy_mixed_operands(module: Module, inst: Instruction, t: FloatType | None,
-                        operands: tuple[Operand, ...]) -> None:
-    """Copy the `operands` of `inst` (floats `t`) that `_not_kept` finds, before `inst`;
-    release the copies after it."""
+                        operands: tuple[Operand, ...], moving: Callable[[Value], bool]) -> None:
+    """Copy the `operands` of `inst` (floats `t`) that `_not_kept` finds, or whose memory
+    is `moving` (may change before the call's reverse: an argument of a split derivative),
+    before `inst`; release the copies after it."""
     if t is None:
         return                  # complex: the record's check refuses it
     owners = []
     for pos, ld, rows, cols in operands:
-        if not _not_kept(inst, inst.operands[pos]):
+        if not (_not_kept(inst, inst.operands[pos]) or moving(inst.operands[pos])):
             continue
         b = Builder()
         b.position_before(inst)

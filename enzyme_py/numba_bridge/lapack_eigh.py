@@ -37,7 +37,7 @@ def _flag(inst: Instruction, pos: int) -> str | None:
     return chr(op.value & 0xFF) if isinstance(op, ConstInt) else None
 
 
-def _prepare(module: Module, inst: Instruction) -> None:
+def _prepare(module: Module, inst: Instruction, _moving) -> None:
     """Eigenvalues alone (eigvalsh) computed with the eigenvectors, over the copy of A that
     nothing reads after the call."""
     if _flag(inst, _JOBZ) == "N" and not uses_after(inst, inst.operands[_A]):

@@ -43,7 +43,7 @@ DEFICIENT = ("np.linalg.lstsq of a matrix of lower rank than its number of colum
 
 # ------------------------------------------------------------------ the rewrite
 
-def prepare(module: Module, gelsd: Instruction) -> None:
+def prepare(module: Module, gelsd: Instruction, _moving) -> None:
     t = dot_type(gelsd)
     if t is None:
         return                  # complex: refused by the record of numba_ez_gelsd

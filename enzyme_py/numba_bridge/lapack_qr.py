@@ -56,7 +56,7 @@ def _orgqr_of(geqrf: Instruction) -> Instruction | None:
     return first if same else None
 
 
-def prepare(module: Module, geqrf: Instruction) -> None:
+def prepare(module: Module, geqrf: Instruction, _moving) -> None:
     orgqr = _orgqr_of(geqrf)
     t = dot_type(geqrf)
     if orgqr is None or t is None:

@@ -34,7 +34,7 @@ def jobz(inst: Instruction) -> str | None:
     return chr(op.value & 0xFF) if isinstance(op, ConstInt) else None
 
 
-def prepare(module: Module, inst: Instruction) -> None:
+def prepare(module: Module, inst: Instruction, _moving) -> None:
     t = dot_type(inst)
     if t is None:
         return                  # complex: the record's check refuses it

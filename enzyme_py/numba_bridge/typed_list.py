@@ -32,7 +32,7 @@ _REWRITTEN = ("numba_list_append", "numba_list_setitem", "numba_list_delitem",
               "numba_list_base_ptr", "numba_list_size_address", "numba_list_set_method_table")
 
 
-def rewrite_typed_list(module: Module, call: Instruction) -> None:
+def rewrite_typed_list(module: Module, call: Instruction, _moving) -> None:
     """Rewrite the list `call` (an append or setitem) works on, if it qualifies."""
     if call.block is None or call not in call.block.instructions:
         return      # rewritten with another call of the same list

@@ -147,7 +147,8 @@ def memoised(module: Module, spec: DiffSpec,
     module and activities; `make` returns it with a thunk synthesizing the body, which runs
     after it is memoised, so a recursive callee's derivative finds itself."""
     per_module = _memo.setdefault(module, {})
-    key = (spec.primal, spec.mode, tuple(p.activity for p in spec.params), spec.ret)
+    key = (spec.primal, spec.mode, tuple(p.activity for p in spec.params), spec.ret,
+           spec.split.unchanged if spec.split is not None else None)
     if key in per_module:
         return per_module[key]
     prefix = "fwddiffe_" if spec.mode == "forward" else "diffe_"

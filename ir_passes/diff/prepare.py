@@ -8,12 +8,13 @@ from __future__ import annotations
 import weakref
 
 from ..analysis.activity import analyze_activity
-from ..ir.values import Instruction, Module
+from ..ir.values import Instruction, Module, Value
 from ..known.model import call_record
 from .callees import not_inlined_callees
 from .seeds import activity_seeds, known_element_types
 from .spec import DiffSpec
 from .vectors import define_lanes
+from .split_inputs import changing_arguments, moving_parameter
 
 _prepared: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -31,7 +32,11 @@ def prepare_calls(module: Module, spec: DiffSpec) -> None:
         return
     info = analyze_activity(primal, *activity_seeds(primal, spec), not_inlined_callees(module),
                             known_element_types(primal, spec), module.named_types)
+    changing = changing_arguments(primal, spec)
+
+    def moving(ptr: Value) -> bool:
+        return moving_parameter(spec, changing, ptr) is not None
     for inst in calls:
         if any(op in info.varied or op in info.shadowed for op in inst.operands):
             done.append(inst)
-            call_record(inst).prepare(module, inst)  # type: ignore[union-attr]
+            call_record(inst).prepare(module, inst, moving)  # type: ignore[union-attr]

@@ -87,12 +87,17 @@ class SplitSpec:
     the state is a raw buffer (no owner, no destructor) that the caller frees after the
     reverse half ran (the halves of a callee that is not inlined, see callees.py);
     `reused_state` (with it): the buffer is taken from a slot the caller parks it in after
-    the reverse half (a recomputed callee's, whose halves run once per iteration)."""
+    the reverse half (a recomputed callee's, whose halves run once per iteration).
+    `unchanged`: the parameters (positions in `params`) whose memory the caller promises not
+    to change between the halves, which the reverse half reads again; what it reads from other
+    argument memory is kept (`split_inputs.py`). None: no argument memory changes (a callee's
+    halves handed none that may, whose caller checks the rest: `reverse/callees.py`)."""
     forward: str
     reverse: str
     ident: int
     raw_state: bool = False
     reused_state: bool = False
+    unchanged: frozenset[int] | None = frozenset()
 
 
 @dataclass(frozen=True, slots=True)

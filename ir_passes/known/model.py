@@ -128,8 +128,10 @@ class KnownCall:
     reverse_reads: ReadInReverse | Callable[[Instruction], ReadInReverse | None] | None = None
     # Rewrites the call (when it touches derivatives) in the derivative's copy of the primal
     # before synthesis, so that it also computes what its derivative reads (eigenvalues with
-    # their eigenvectors); the call's results must stay the same (up to rounding).
-    prepare: Callable[[Module, Instruction], None] | None = None
+    # their eigenvectors); the call's results must stay the same (up to rounding). Its third
+    # argument tells the operands whose memory may change before the call's reverse other
+    # than through the function (arguments the caller may write between split halves).
+    prepare: Callable[[Module, Instruction, Callable[[Value], bool]], None] | None = None
     # Never differentiable: the construct in the user's terms and a fix ("{name}": the callee).
     problem: CallProblem | None = None
 

@@ -17,7 +17,8 @@ The callee's derivative is split (`split.py`) into an augmented forward `F` and 
   the iterations of a checkpointed loop, and later calls, reuse one buffer.
 `R` may recompute values from memory its callee only reads, so that memory must not change
 between the call and its reverse, and memory the callee writes must not be handed to it
-twice (checked at the call).
+twice (checked at the call). Memory the caller of a split derivative may change between its
+halves is handed to halves that keep what they read from it (`SplitSpec.unchanged`).
 """
 from __future__ import annotations
 
@@ -36,7 +37,9 @@ from ...known.model import Role, runtime_call
 from ..callees import callee_spec, memoised, written_parameters, written_targets
 from ..prepare import prepare_calls
 from ..spec import Activity, DiffSpec, ReturnLeaf, SplitSpec
+from ..split_inputs import moving_parameter
 from .availability import Availability, BlockContext
+from .checks import refuse_moving_read
 from .kept import local_owner, written_after
 from .parked_shadows import park_shadow, state_slot
 from .split import STATE_ARRAY
@@ -65,6 +68,8 @@ def check_call(st: ReverseState, inst: Instruction, callee: Function) -> None:
         if not op.type.is_pointer:
             continue
         bases.setdefault(id(pointer_base(op)), []).append(i)
+        if RECOMPUTED in callee.fn_attrs:      # its augmented forward runs in the reverse
+            refuse_moving_read(st, inst, op, f"call to @{callee.name}, which is recomputed")
         if i in writes or st.plan.read_only(op):
             continue
         targets = lambda call: written_targets(call, written)    # noqa: E731
@@ -100,6 +105,8 @@ class _Halves:
 
 def _halves_spec(st: ReverseState, inst: Instruction, callee: Function) -> DiffSpec:
     spec = callee_spec(st.diag, inst, callee, "reverse", st.info, st.spec.strong_zero)
+    spec = dataclasses.replace(spec, split=SplitSpec("", "", 0, unchanged=_unchanged(st, inst,
+                                                                                    spec)))
     prepare_calls(st.module, spec)
     grads = tuple(callee.args[p.args[0]].type for p in spec.params
                   if p.activity is Activity.ACTIVE)
@@ -109,7 +116,8 @@ def _halves_spec(st: ReverseState, inst: Instruction, callee: Function) -> DiffS
     def make(named: DiffSpec):
         halves = dataclasses.replace(named, split=SplitSpec(
             f"augmented_{callee.name}.{named.name.rsplit('.', 1)[1]}", named.name,
-            next(_idents), raw_state=True, reused_state=RECOMPUTED in callee.fn_attrs))
+            next(_idents), raw_state=True, reused_state=RECOMPUTED in callee.fn_attrs,
+            unchanged=named.split.unchanged))  # type: ignore[union-attr]
 
         def run() -> None:
             assert st.synthesize is not None
@@ -118,6 +126,16 @@ def _halves_spec(st: ReverseState, inst: Instruction, callee: Function) -> DiffS
                 st.module.functions[name].linkage = "internal"
         return halves, run
     return memoised(st.module, spec, make)
+
+
+def _unchanged(st: ReverseState, inst: Instruction, spec: DiffSpec) -> frozenset[int] | None:
+    """The callee's parameters whose memory stays as the call saw it until the call's reverse
+    (None: all): not those handed argument memory the caller of a split derivative may change
+    between its halves, whose reads the callee's halves then keep (`split_inputs.py`)."""
+    moving = frozenset(k for k, p in enumerate(spec.params) for i in p.args
+                       if inst.operands[i].type.is_pointer
+                       and moving_parameter(st.spec, st.plan.changing, inst.operands[i]))
+    return frozenset(range(len(spec.params))) - moving if moving else None
 
 
 def augment_call(st: ReverseState, inst: Instruction, callee: Function) -> None:

@@ -11,6 +11,7 @@ from ...known.model import ReadInReverse, Role, call_record
 from ..held_pointers import check_aggregate_load, check_held_copy, is_held_copy
 from ..rules import lookup
 from ..rules.math import math_rule_name
+from ..split_inputs import moving_parameter
 from .calls import ReverseCallContext, emits_reverse
 from .kept import hold_until_reverse, local_owner, written_after
 from .state import ReverseState
@@ -59,6 +60,7 @@ def _check_reverse_reads(st: ReverseState, inst: Instruction,
     if reads is None or not emits_reverse(st, inst):
         return
     for v in (inst.operands[i] for i in reads.args):
+        refuse_moving_read(st, inst, v, reads.what)
         if st.plan.read_only(v):
             continue
         base = pointer_base(v)
@@ -69,3 +71,15 @@ def _check_reverse_reads(st: ReverseState, inst: Instruction,
             raise st.diag.unsupported(f"{reads.what} ({describe_memory(st.spec, v)})", inst,
                                       reads.hint)
         hold_until_reverse(st, inst, owned[0])
+
+
+def refuse_moving_read(st: ReverseState, inst: Instruction, v, what: str) -> None:
+    """Split mode: the reverse of call `inst` would read `v` again, argument memory the
+    caller may change between the halves (`split_inputs.py`)."""
+    name = moving_parameter(st.spec, st.plan.changing, v)
+    if name is not None:
+        raise st.diag.unsupported(
+            f"{what}: its reverse reads parameter '{name}' again, which the caller may change "
+            "between the split halves", inst,
+            f"declare unchanged=('{name}',) if the caller does not modify '{name}' between "
+            "fwd and rev, or use mode='reverse'")

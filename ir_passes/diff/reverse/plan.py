@@ -64,14 +64,16 @@ class Access(Enum):
 class ReversePlan:
     def __init__(self, fn: Function, returns: list[Block], reloads: bool = False,
                  products: frozenset[Instruction] = frozenset(),
-                 vector_math: frozenset[str] = frozenset()) -> None:
+                 vector_math: frozenset[str] = frozenset(),
+                 changing: frozenset[Argument] = frozenset()) -> None:
         """`reloads`: the reverse runs in the same call as the forward pass (not in split
         halves, between which the caller may write the memory), so a load whose memory nothing
         writes after it can be repeated by the reverse. `products`: active `fmul`s of two
         active operands, which their own adjoint reads in the reverse of their block: there
         the product is recomputed from them rather than taped beside them. `vector_math`:
         math callees the linked derivative calls libmvec for where a loop vectorises (see
-        `streamed_math`)."""
+        `streamed_math`). `changing`: pointer arguments whose memory the caller may write
+        between split halves (`split_inputs.py`): never read again by the reverse."""
         self.fn = fn
         self.products = products
         self.vector_math = vector_math
@@ -91,6 +93,7 @@ class ReversePlan:
         self.pointer_ivs = self._pointer_induction_variables()    # step: i64 bytes
         self.written = written_bases(fn)
         self.reloads = reloads
+        self.changing = changing
         self.recurrences: dict[Instruction, Any] = {}   # set by the synthesizer (recurrences.py)
         self._reloadable: dict[int, bool] = {}
         # allocation calls whose arrays live until their own reverse (kept between calls in
@@ -324,11 +327,13 @@ class ReversePlan:
         return out
 
     def read_only(self, ptr: Value) -> bool:
-        """Memory the function never writes (distinct arrays are assumed not to overlap)."""
+        """Memory the function never writes (distinct arrays are assumed not to overlap),
+        nor its caller between split halves."""
         if self.written is None:
             return False
         base = pointer_base(ptr)
-        return isinstance(base, Argument) and base not in self.written
+        return isinstance(base, Argument) and base not in self.written \
+            and base not in self.changing
 
     def reloadable(self, load: Instruction) -> bool:
         """A load the reverse may repeat and read the same value: of memory the function

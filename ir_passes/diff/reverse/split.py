@@ -12,11 +12,13 @@ there into two functions with Numba's ABI:
 
 The state is everything the reverse part reads that the forward part made: SSA values
 defined in forward blocks and the contents of the entry's stack slots both parts use (the
-tape's base/top/end, the return slot and its shadow, spilled choices). It is a uint8 array
-owned by the front end's runtime (the HANDLE_DTOR, HANDLE_DATA, INCREF and DECREF roles of
-`known.model`; Numba's NRT): a header (a used flag, the derivative's id, the bytes kept), then
-the values. Its destructor frees what only the reverse part would have freed (the tape, the
-shadow arrays on the owned list, the returned arrays' references) when the reverse never ran.
+tape's base/top/end, the return slot and its shadow, spilled choices), then copies of the
+argument arrays the reverse reads and the caller may change (`split_copies.py`). It is a
+uint8 array owned by the front end's runtime (the HANDLE_DTOR, HANDLE_DATA, INCREF and DECREF
+roles of `known.model`; Numba's NRT): a header (a used flag, the derivative's id, the bytes
+kept), then the values. Its destructor frees what only the reverse part would have freed (the
+tape, the shadow arrays on the owned list, the returned arrays' references) when the reverse
+never ran.
 Addresses of F's own stack frame cannot cross the cut: such a derivative is refused.
 F takes the tape buffer the last R parked (`tape.take_parked`), so the tape is kept between
 calls as in reverse mode; a state that dies unreversed frees it.
@@ -34,8 +36,10 @@ from ...ir.values import Block, Constant, Function, Instruction, Module, Value, 
 from ...known.memory import pointer_base
 from ...known.array_layout import MEMINFO
 from ...known.model import Role, runtime_call
+from ..split_inputs import copied_arrays
 from .state import ReverseState
 from .parked_shadows import state_slot, take_shadow
+from .split_copies import ArrayCopy, emit_copies, fill_copies, read_copies, restore_copies
 from .tape import take_parked
 from .unreversed import release_listed
 
@@ -52,7 +56,8 @@ class StateLayout:
     """Where each crossing value and slot lives in the state buffer."""
     values: list[tuple[Instruction, int]] = field(default_factory=list)
     slots: list[tuple[Instruction, int, int]] = field(default_factory=list)  # slot, offset, size
-    size: int = HEADER
+    copies: list[ArrayCopy] = field(default_factory=list)   # after the fixed part
+    size: int = HEADER                                      # of the fixed part
 
     def place(self, t: Type) -> int:
         align = max(align_of(t), 8)
@@ -69,6 +74,9 @@ def split_reverse(module: Module, st: ReverseState, names: tuple[str, str],
     """Replace the combined derivative `st.fn` by F and R named `names` (forward, reverse)."""
     fwd_blocks, rev_blocks = _regions(st)
     layout = _layout(st, fwd_blocks, rev_blocks)
+    copied = [tuple(st.map(a) for a in args) for args in copied_arrays(st.primal, st.spec)]
+    for args in read_copies(copied, rev_blocks):  # type: ignore[arg-type]
+        layout.copies.append(ArrayCopy(args, layout.place(I64), layout.place(I64)))
     raw = st.spec.split is not None and st.spec.split.raw_state
     release = None if raw else _release_function(module, st, layout, names[1])
     forward = _forward(module, st, fwd_blocks, layout, names[0], ident, release)
@@ -211,21 +219,24 @@ def _pack(module: Module, st: ReverseState, fn: Function, pack: Block, layout: S
         new = b.phi(phi.type, phi.name)
         new.operands, new.incoming = list(phi.operands), list(phi.incoming)
         phis[phi] = new
+    mapped = lambda v: vmap.get(v, v)      # noqa: E731
+    size, placed = emit_copies(b, module, layout.copies, mapped, layout.size)
     split = st.spec.split
     if release is None and split is not None and split.reused_state:
         meminfo = take_shadow(b, module, state_slot(module, split.forward),
-                              const_int(I64, layout.size), const_int(I32, _STATE_ALIGN), False)
+                              size, const_int(I32, _STATE_ALIGN), False)
         data = b.call(_runtime(module, Role.HANDLE_DATA, PTR, [PTR]), [meminfo], PTR)
     elif release is None:
         meminfo = data = b.call(_runtime(module, Role.RAW_ALLOC, PTR, [I64]),
-                                [const_int(I64, layout.size)], PTR)
+                                [size], PTR)
     else:
         alloc = _runtime(module, Role.HANDLE_DTOR, PTR, [I64, PTR])
-        meminfo = b.call(alloc, [const_int(I64, layout.size), release], PTR)
+        meminfo = b.call(alloc, [size, release], PTR)
         data = b.call(_runtime(module, Role.HANDLE_DATA, PTR, [PTR]), [meminfo], PTR)
     b.store(const_int(I64, 0), data)
     b.store(const_int(I64, ident), _at(b, data, IDENT))
-    kept = const_int(I64, layout.size)
+    fill_copies(b, module, data, placed, mapped)
+    kept = size
     tape_end = layout.slot_offset(st.tape.top)
     if tape_end is not None:
         top = b.cast("ptrtoint", b.load(PTR, vmap[st.tape.top]), I64)
@@ -235,10 +246,10 @@ def _pack(module: Module, st: ReverseState, fn: Function, pack: Block, layout: S
     for v, at in layout.values:
         b.store(phis[v] if v in phis else vmap.get(v, v), _at(b, data, at))
     memcpy = declare(module, "llvm.memcpy.p0.p0.i64", VOID, [PTR, PTR, I64, I1])
-    for slot, at, size in layout.slots:
-        b.call(memcpy, [_at(b, data, at), vmap[slot], const_int(I64, size),
+    for slot, at, nbytes in layout.slots:
+        b.call(memcpy, [_at(b, data, at), vmap[slot], const_int(I64, nbytes),
                         const_int(I1, 0)], VOID)
-    state = _state_array(b, meminfo, data, layout.size)
+    state = _state_array(b, meminfo, data, size)
     if st.slot.has_value:
         value = b.load(st.slot.type, vmap[st.slot_ptr])
         incref = _runtime(module, Role.INCREF, VOID, [PTR])
@@ -264,12 +275,12 @@ def _poison(t: Type) -> Value:
     return Constant(t, "poison")
 
 
-def _state_array(b: Builder, meminfo: Value, data: Value, size: int) -> Value:
-    fields = [meminfo, _null(), const_int(I64, size), const_int(I64, 1), data]
+def _state_array(b: Builder, meminfo: Value, data: Value, size: Value) -> Value:
+    fields = [meminfo, _null(), size, const_int(I64, 1), data]
     out = _poison(STATE_ARRAY)
     for i, v in enumerate(fields):
         out = b.insertvalue(out, v, (i,))
-    out = b.insertvalue(out, const_int(I64, size), (5, 0))
+    out = b.insertvalue(out, size, (5, 0))
     return b.insertvalue(out, const_int(I64, 1), (6, 0))
 
 
@@ -298,13 +309,16 @@ def _reverse(module: Module, st: ReverseState, blocks: list[Block], layout: Stat
     memcpy = declare(module, "llvm.memcpy.p0.p0.i64", VOID, [PTR, PTR, I64, I1])
     for slot, at, size in layout.slots:
         b.call(memcpy, [slot, _at(b, data, at), const_int(I64, size), const_int(I1, 0)], VOID)
+    copies = restore_copies(b, data, layout.copies)
     b.br(st.re)
     Builder(entry).br(restore)
     st.re.instructions = [i for i in st.re.instructions if i.opcode != "phi"]
-    for block in [entry] + blocks:
-        if block is not entry:
-            block.function = fn
-            fn.blocks.append(block)
+    for inst in entry.instructions:
+        _remap(inst, vmap, {})
+    vmap.update(copies)                      # the reverse reads the copies
+    for block in blocks:
+        block.function = fn
+        fn.blocks.append(block)
         for inst in block.instructions:
             _remap(inst, vmap, {})
     return fn

@@ -27,6 +27,7 @@ from ..rules.selection import droppable_operands
 from ..seeds import activity_seeds, is_raw_pointer, known_element_types
 from ..signature import build_signature
 from ..spec import Activity, DiffSpec
+from ..split_inputs import changing_arguments
 from .plan import InductionVariable, ReversePlan
 from .retained import Retained
 from .last_update import find_last_updates
@@ -93,7 +94,8 @@ class ReverseState:
                           and not is_exceptional_return(t)]
         self.plan = ReversePlan(self.primal, normal_returns, reloads=spec.split is None,
                                 products=_active_products(self.primal, self.info),
-                                vector_math=spec.vector_math)
+                                vector_math=spec.vector_math,
+                                changing=changing_arguments(self.primal, spec))
         self.last_updates = find_last_updates(self.plan, self.primal)   # running max/min
         self.entry = self.fn.add_block("entry")
         self.tape = Tape(module, self.fn, self.entry, parked=spec.split is None)

@@ -44,6 +44,7 @@ from ..rules import lookup
 from ..rules.math import math_rule_name
 from ..rules.needs import rule_needs
 from ..spec import DiffSpec
+from ..split_inputs import changing_arguments
 from .last_update import CONDITION_SUFFIX
 from .plan import ReversePlan
 from .driver import synthesize_reverse
@@ -93,7 +94,8 @@ class _Report:
         self.symbols = size_symbols(fn, spec)
         returns = [b for b in fn.blocks if (t := b.terminator) is not None
                    and t.opcode == "ret" and not is_exceptional_return(t)]
-        self.plan = ReversePlan(fn, returns, reloads=spec.split is None)
+        self.plan = ReversePlan(fn, returns, reloads=spec.split is None,
+                                changing=changing_arguments(fn, spec))
         self.recurrence_of = {id(r.after): r for r in find_recurrences(self.plan).values()}
         self.trip_counts = TripCounts(self.plan, self.symbols,
                                       lambda l: self._block_name(l.header))
