@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from numba.core.registry import CPUDispatcher
 
+from tests._params import sampled
 from tests.kernels import KERNELS, by_name, by_tag, by_tags, params
 from tests.support.arrays import (copy_args, copy_like, differentiable_indices, is_float_array,
                                   is_float_scalar, layout_name)
@@ -160,7 +161,7 @@ def test_matches_plain_python(k):
         assert_close(cj[i], cp[i], rtol, rtol * 1e-3, f"{k.name}: njit vs Python arg {i}")
 
 
-@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("seed", sampled(SEEDS, family="corpus-fd-seed"))
 @pytest.mark.parametrize("k", ALL)
 def test_finite_differences_are_usable(k, seed):
     """FD gradient finite, nonzero somewhere, stable under a change of stencil, and
