@@ -25,7 +25,8 @@ of ``keep`` starting at ``seed * keep + crc32(family)``. A seed always picks the
 and ``ceil(n / keep)`` consecutive seeds run every variant. Keys are param ids, so the
 forward, reverse and inner-product tests of one variant kernel run (or not) together and
 share its derivatives. ``kernel_variants(kernels)`` finds the variants in a list of
-``Kernel``s (same function, same argument shapes as an earlier kernel). A test named with its
+``Kernel``s (same function, same argument shapes as an earlier kernel): a LAPACK battery
+runs all its base kernels and one of its variants. A test named with its
 parameters on the command line (``file.py::test[id]``) always runs.
 
 Scheduling: ``heavy_first`` puts the costliest work units (``_costs.json``) first.
@@ -104,17 +105,20 @@ def sampled(params: Iterable, keep: int = 1, family: str | None = None) -> list:
 
 
 def kernel_variants(kernels: Sequence[Kernel], keep: int = 1) -> dict[str, list]:
-    """Kernel name -> its marks: a kernel with the function and the argument shapes of an
-    earlier one differs from it only in dtype, layout or activity, and is a variant (one
-    family per function and shapes); the first is the base and always runs."""
-    bases: dict[str, str] = {}
-    marks: dict[str, list] = {}
+    """Kernel name -> its marks. A kernel with the function and the argument shapes of an
+    earlier one differs from it only in dtype, layout or activity: a variant. The variants of
+    ``kernels`` form one family, of which the quick tier runs ``keep``; the others (the base
+    kernels) always run."""
+    bases: set[tuple] = set()
+    variants = []
     for k in kernels:
         shapes = tuple(getattr(a, "shape", None) for a in k.args(0))
-        family = f"{k.fn.__module__}.{k.fn.__qualname__}{shapes}"
-        base = bases.setdefault(family, k.name)
-        marks[k.name] = [] if base == k.name else [variant(family, k.name, keep)]
-    return marks
+        if (k.fn, shapes) in bases:
+            variants.append(k.name)
+        bases.add((k.fn, shapes))
+    family = "|".join(sorted(variants))
+    return {k.name: [variant(family, k.name, keep)] if k.name in variants else []
+            for k in kernels}
 
 
 def select_variants(items: list, seed: int, named: Sequence[str] = ()) -> tuple[list, list]:

@@ -1,8 +1,8 @@
 """The battery of tests every np.linalg rule gets, for a list of kernels: forward and reverse
 against central finite differences, forward against reverse (inner product), vector forward
 mode per lane, and NRT allocations balanced in both modes. A kernel with the function and
-argument shapes of an earlier one (another dtype, layout or activity) is a variant the quick
-tier samples (``tests._params.kernel_variants``).
+argument shapes of an earlier one (another dtype, layout or activity) is a variant: the quick
+tier runs one of them, chosen by its seed (``tests._params.kernel_variants``).
 
     test_forward, test_reverse, test_inner_product, test_vector_forward_per_lane, \\
         test_temporaries_are_released = battery(KERNELS)

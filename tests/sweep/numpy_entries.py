@@ -349,7 +349,7 @@ assert set(KNOWN_WRONG) <= {e.name for e in ENTRIES}, "KNOWN_WRONG names an unkn
 #: The default test tier: one or two entries per distinct Numba implementation path (each
 #: math function's own rule is checked by tests/unit/ir_passes/diff/rules), every kind of refusal, and the
 #: reshape class of known-wrong entries; ~1/7 of the sweep's compile time. The full sweep
-#: runs with ENZYME_TESTS=full (pytest) or examples/numpy_sweep.py.
+#: runs with ENZYME_SWEEP=full (pytest) or examples/numpy_sweep.py.
 CORE: frozenset[str] = frozenset({
     "np.sin", "np.arccosh", "np.sinc", "np.abs", "np.floor", "operator x**3 (int)",
     "np.power", "np.hypot", "np.maximum", "np.fmod", "operator x * s (scalar)",
