@@ -25,7 +25,7 @@ of ``keep`` starting at ``seed * keep + crc32(family)``. A seed always picks the
 and ``ceil(n / keep)`` consecutive seeds run every variant. Keys are param ids, so the
 forward, reverse and inner-product tests of one variant kernel run (or not) together and
 share its derivatives. ``kernel_variants(kernels)`` finds the variants in a list of
-``Kernel``s (same function, same argument shapes as an earlier kernel): a LAPACK battery
+``Kernel``s (same function, same argument shape classes as an earlier kernel): a LAPACK battery
 runs all its base kernels and one of its variants. A test named with its
 parameters on the command line (``file.py::test[id]``) always runs.
 
@@ -105,14 +105,15 @@ def sampled(params: Iterable, keep: int = 1, family: str | None = None) -> list:
 
 
 def kernel_variants(kernels: Sequence[Kernel], keep: int = 1) -> dict[str, list]:
-    """Kernel name -> its marks. A kernel with the function and the argument shapes of an
-    earlier one differs from it only in dtype, layout or activity: a variant. The variants of
+    """Kernel name -> its marks. A kernel with the function and the argument shape classes of
+    an earlier one (each array's dimensions, and whether a matrix is tall, square or wide)
+    differs from it only in dtype, layout, activity or size: a variant. The variants of
     ``kernels`` form one family, of which the quick tier runs ``keep``; the others (the base
     kernels) always run."""
     bases: set[tuple] = set()
     variants = []
     for k in kernels:
-        shapes = tuple(getattr(a, "shape", None) for a in k.args(0))
+        shapes = tuple(_shape_class(a) for a in k.args(0))
         if (k.fn, shapes) in bases:
             variants.append(k.name)
         bases.add((k.fn, shapes))
@@ -121,22 +122,28 @@ def kernel_variants(kernels: Sequence[Kernel], keep: int = 1) -> dict[str, list]
             for k in kernels}
 
 
+def _shape_class(a) -> tuple | None:
+    shape = getattr(a, "shape", None)
+    if shape is None:
+        return None
+    return (len(shape), (shape[0] > shape[1]) - (shape[0] < shape[1]) if len(shape) == 2 else 0)
+
+
 def select_variants(items: list, seed: int, named: Sequence[str] = ()) -> tuple[list, list]:
-    """``(kept, deselected)`` items of the quick tier for ``seed``; items without a ``variant``
-    mark, and items whose node id ends with one of ``named``, are kept."""
+    """``(kept, deselected)`` items of the quick tier for ``seed``. An item runs when the seed
+    picks each of its ``variant`` marks (none: a base case), or its node id ends with one of
+    ``named``."""
     families: dict[str, set[str]] = {}
     keeps: dict[str, int] = {}
     for item in items:
-        mark = item.get_closest_marker("variant")
-        if mark is not None:
-            family, key, keep = mark.args
+        for family, key, keep in (m.args for m in item.iter_markers("variant")):
             families.setdefault(family, set()).add(key)
             keeps[family] = keep
     chosen = {f: _window(sorted(keys), seed, f, keeps[f]) for f, keys in families.items()}
     kept, dropped = [], []
     for item in items:
-        mark = item.get_closest_marker("variant")
-        run = (mark is None or mark.args[1] in chosen[mark.args[0]]
+        run = (all(key in chosen[family] for family, key, _ in
+                   (m.args for m in item.iter_markers("variant")))
                or any(item.nodeid.split("@")[0].endswith("::" + n) for n in named))
         (kept if run else dropped).append(item)
     return kept, dropped

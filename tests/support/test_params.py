@@ -18,9 +18,6 @@ class _Item:
         if group is not None:
             self.marks.append(pytest.mark.xdist_group(name=group).mark)
 
-    def get_closest_marker(self, name):
-        return next((m for m in self.marks if m.name == name), None)
-
     def iter_markers(self, name):
         return (m for m in self.marks if m.name == name)
 
@@ -61,6 +58,20 @@ def test_unmarked_and_named_cases_always_run():
     assert dropped[0] in kept and len(kept) == 3
 
 
+def test_an_item_with_two_variant_marks_runs_when_both_are_picked():
+    kernels = _params.sampled([pytest.param(v, id=f"k{v}") for v in range(4)], family="k")
+    seeds = _params.sampled([0, 1], family="seed")
+    items = [_Item(f"t.py::test[{k.id}-{s.id}]", [*k.marks, *s.marks])
+             for k in kernels for s in seeds]
+    for seed in range(3):
+        kept, _ = _params.select_variants(items, seed)
+        picked_k = _params.select_variants(_items(kernels), seed)[0]
+        picked_s = _params.select_variants(_items(seeds), seed)[0]
+        assert len(kept) == 1 and len(picked_k) == len(picked_s) == 1
+        assert kept[0].nodeid == (f"t.py::test[{picked_k[0].nodeid.split('[')[1][:-1]}-"
+                                  f"{picked_s[0].nodeid.split('[')[1][:-1]}]")
+
+
 def test_kernel_variants_are_dtype_layout_activity_changes_of_a_base():
     def f(a):
         return a.sum()
@@ -71,12 +82,14 @@ def test_kernel_variants_are_dtype_layout_activity_changes_of_a_base():
     kernels = [Kernel("f", f, lambda r: (np.ones(3),)),
                Kernel("f_const", f, lambda r: (np.ones(3),), const=(0,)),
                Kernel("f_f32", f, lambda r: (np.ones(3, np.float32),)),
-               Kernel("f_wide", f, lambda r: (np.ones(4),)),              # other shapes: a base
+               Kernel("f_long", f, lambda r: (np.ones(4),)),              # another size
+               Kernel("f_wide", f, lambda r: (np.ones((2, 3)),)),         # other shapes: a base
                Kernel("g", g, lambda r: (np.ones(3),))]
     marks = _params.kernel_variants(kernels)
     assert [n for n, m in marks.items() if not m] == ["f", "f_wide", "g"]
+    family = "f_const|f_f32|f_long"
     assert [m[0].mark.args for n, m in marks.items() if m] == [
-        ("f_const|f_f32", "f_const", 1), ("f_const|f_f32", "f_f32", 1)]
+        (family, "f_const", 1), (family, "f_f32", 1), (family, "f_long", 1)]
 
 
 def test_heavy_units_go_first_and_units_stay_together(monkeypatch, tmp_path):
