@@ -165,8 +165,9 @@ def tier_header() -> str:
 
 # --- scheduling: heaviest work units first ----------------------------------------------------
 
-#: Seconds per pytest-xdist work unit (an ``xdist_group`` name, or a test's node id), measured
-#: by ``ENZYME_TESTS_COSTS=tests/_costs.json python -m pytest tests`` (see ``record_cost``).
+#: Seconds per pytest-xdist work unit (an ``xdist_group`` name, or a test's node id); refresh
+#: on a quiet machine with ``ENZYME_TESTS=full ENZYME_TESTS_COSTS=tests/_costs.json python -m
+#: pytest -q tests`` (``record_cost``). Only the order matters: a stale table costs balance.
 COSTS_FILE = os.path.join(os.path.dirname(__file__), "_costs.json")
 #: The cost of a test in a unit the table does not list.
 DEFAULT_COST = 0.3
