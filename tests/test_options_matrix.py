@@ -10,6 +10,8 @@ rotate through their candidates from one combination to the next, so every candi
 under non-default options and every combination covers loops, branches, while loops, 1-D /
 2-D / strided arrays, in-place overwrites, math, float32 and calls to other @njit functions
 (checked by ``test_every_combination_covers_the_families``).
+The quick tier runs one combination, chosen by its seed (``tests/_params.py``); the full
+tier runs all four.
 
 ``jit_options`` reach the primal the derivative is taken of (``numba.njit(**options)(fn)``)
 and the primal the finite differences are evaluated with, so both see the same semantics.
@@ -23,6 +25,7 @@ import numba
 import pytest
 
 from enzyme_py import derive_diff
+from tests._params import variant
 from tests.kernels import by_name
 from tests.support.gradcheck import check_forward, check_reverse
 
@@ -65,7 +68,8 @@ def _cases() -> list:
     for i, options in enumerate(COMBINATIONS):
         for name in selection(i):
             # forward and reverse of one cell share a worker, and so its compiled primal
-            marks = [pytest.mark.xdist_group(name=f"options-{_label(options)}-{name}")]
+            marks = [pytest.mark.xdist_group(name=f"options-{_label(options)}-{name}"),
+                     variant("options-combination", _label(options))]
             out.append(pytest.param(options, name, id=f"{_label(options)}-{name}", marks=marks))
     return out
 

@@ -3,7 +3,8 @@
 Every kernel must compile under numba.njit with its arguments, be deterministic, agree with
 its plain-Python execution, honour its metadata (outputs written, nothing else mutated, tags
 truthful), and sit at a point where finite differences are finite, nonzero somewhere, and
-stable (two different stencils agree well inside the tolerance the AD checks use).
+stable (two different stencils agree well inside the tolerance the AD checks use). The quick
+tier checks a quarter of the kernels and one of the two finite-difference seeds per run.
 """
 from __future__ import annotations
 
@@ -14,13 +15,16 @@ import numpy as np
 import pytest
 from numba.core.registry import CPUDispatcher
 
+from tests._params import sampled
 from tests.kernels import KERNELS, by_name, by_tag, by_tags, params
 from tests.support.arrays import (copy_args, copy_like, differentiable_indices, is_float_array,
                                   is_float_scalar, layout_name)
 from tests.support.gradcheck import Problem, assert_close, compiled, settings_for
 from tests.support.kernel import TAGS
 
-ALL = params(KERNELS)
+#: What the quick tier runs of the per-kernel checks: a quarter of the kernels, chosen by its
+#: seed (``tests/_params.py``); these checks test the corpus, not enzyme_py.
+SAMPLED = sampled(params(KERNELS), keep=len(KERNELS) // 4, family="corpus-self-test")
 SEEDS = (0, 1)
 
 
@@ -72,7 +76,7 @@ def test_required_constructs_are_covered():
 # --- each kernel ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("k", ALL)
+@pytest.mark.parametrize("k", SAMPLED)
 def test_runs_deterministically(k):
     a1, a2 = k.args(0), k.args(0)
     assert all(_same(x, y) for x, y in zip(a1, a2)), "make_args is not deterministic"
@@ -94,7 +98,7 @@ def test_runs_deterministically(k):
         assert sig.return_type == want, f"return type {sig.return_type}, expected {want}"
 
 
-@pytest.mark.parametrize("k", ALL)
+@pytest.mark.parametrize("k", SAMPLED)
 def test_metadata_is_truthful(k):
     args = k.args(0)
     arrays = [i for i, a in enumerate(args) if isinstance(a, np.ndarray)]
@@ -145,7 +149,7 @@ def test_metadata_is_truthful(k):
     assert ("minmax" in tags) == ("min(" in src or "max(" in src)
 
 
-@pytest.mark.parametrize("k", ALL)
+@pytest.mark.parametrize("k", SAMPLED)
 def test_matches_plain_python(k):
     args = k.args(0)
     cj, cp = copy_args(args), copy_args(args)
@@ -160,8 +164,8 @@ def test_matches_plain_python(k):
         assert_close(cj[i], cp[i], rtol, rtol * 1e-3, f"{k.name}: njit vs Python arg {i}")
 
 
-@pytest.mark.parametrize("seed", SEEDS)
-@pytest.mark.parametrize("k", ALL)
+@pytest.mark.parametrize("seed", sampled(SEEDS, family="corpus-fd-seed"))
+@pytest.mark.parametrize("k", SAMPLED)
 def test_finite_differences_are_usable(k, seed):
     """FD gradient finite, nonzero somewhere, stable under a change of stencil, and
     consistent with the FD directional derivative."""

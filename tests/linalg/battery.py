@@ -1,6 +1,8 @@
 """The battery of tests every np.linalg rule gets, for a list of kernels: forward and reverse
 against central finite differences, forward against reverse (inner product), vector forward
-mode per lane, and NRT allocations balanced in both modes.
+mode per lane, and NRT allocations balanced in both modes. A kernel with the function and
+argument shapes of an earlier one (another dtype, layout or activity) is a variant: the quick
+tier runs one of them, chosen by its seed (``tests._params.kernel_variants``).
 
     test_forward, test_reverse, test_inner_product, test_vector_forward_per_lane, \\
         test_temporaries_are_released = battery(KERNELS)
@@ -11,6 +13,7 @@ from typing import Callable, Sequence
 
 import pytest
 
+from tests._params import kernel_variants
 from tests.linalg.nrt import assert_released
 from tests.support.gradcheck import (check_forward, check_inner_product, check_reverse,
                                      check_vector_forward)
@@ -22,7 +25,9 @@ def battery(kernels: Sequence[Kernel], lanes: int = 0, released: Sequence[int] =
     """The five tests over `kernels`; `lanes` indexes the kernel the vector forward test uses,
     `released` those the NRT test uses. The tests of one kernel run on one xdist worker, where
     the derivatives they share are cached (`gradcheck`)."""
-    each = pytest.mark.parametrize("kernel", [pytest.param(k, id=k.name, marks=_group(k))
+    variants = kernel_variants(kernels)
+    each = pytest.mark.parametrize("kernel", [pytest.param(k, id=k.name,
+                                                           marks=[_group(k), *variants[k.name]])
                                               for k in kernels])
 
     @each
