@@ -9,8 +9,12 @@ run in one worker and share the derivatives ``tests.support.gradcheck`` caches t
 
 Known failures go in ``KNOWN_FAILURES`` as ``(kernel name, check) -> reason``; they are marked
 ``xfail(strict=True)``, so a fix shows up as an XPASS that must remove the entry.
+
+``full_tier()``: whether ``ENZYME_TESTS=full`` asks for the full test tier (longer runs).
 """
 from __future__ import annotations
+
+import os
 
 import pytest
 
@@ -44,3 +48,8 @@ def kernel_checks(kernels: list[Kernel], checks: tuple[str, ...] = CHECKS[:3]) -
     return [pytest.param(k, c, id=f"{c}-{k.name}",
                          marks=[pytest.mark.xdist_group(name=f"{k.fn.__module__}-{k.name}")])
             for k in kernels for c in checks]
+
+
+def full_tier() -> bool:
+    """``ENZYME_TESTS=full``: tests with a default and a full size run the full one."""
+    return os.environ.get("ENZYME_TESTS", "") == "full"

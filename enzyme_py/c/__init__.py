@@ -1,7 +1,7 @@
 """The C front end: derivatives of C functions, from Python and through clang.
 
-`derive(path_or_bitcode, "fn", activities, mode="reverse")` differentiates the C function `fn`
-of a `.c` source (compiled with clang-22), a `.ll` / `.bc` file, IR text or bitcode bytes and
+`derive(path_or_bitcode, "fn", activities, mode="reverse", opt_level="-O1")` differentiates the
+C function `fn` of a `.c` source (compiled with clang-22 at `opt_level`), a `.ll` / `.bc` file, IR text or bitcode bytes and
 returns a `CFunction`: call it like the C derivative (per parameter `p`, then `d_p` when it is
 dup/dupnoneed; NumPy arrays are passed as pointers to their data). Reverse mode returns the
 gradient of the one active float, a tuple for several (None for none); forward mode returns
@@ -25,9 +25,11 @@ from .clang import ClangError, load_ir
 __all__ = ["CFunction", "ClangError", "derive"]
 
 
-def derive(source, fn: str, activities, mode: str = "reverse") -> CFunction:
-    """The derivative of C function `fn` of `source` as a ctypes-backed callable."""
-    text = load_ir(source)
+def derive(source, fn: str, activities, mode: str = "reverse", *,
+           opt_level: str = "-O1") -> CFunction:
+    """The derivative of C function `fn` of `source` (a C source compiled at `opt_level`, one
+    of `clang.OPT_LEVELS`) as a ctypes-backed callable."""
+    text = load_ir(source, opt_level)
     symbol = unique_symbol(derivative_symbol(mode, f"{fn}.c"))
     built = c_derivative(text, fn, activities, mode, symbol, "auto")
     library = compile_library(built.module_text, f"enzyme_py.c.{fn}")
