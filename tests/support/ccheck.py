@@ -19,7 +19,7 @@ forward mode with ``enzyme_py.c.derive`` and checks
 
 It returns an ``Outcome``: "ok", "refused" (UnsupportedError / ActivityError, with the
 message), "wrong" (a mismatch, with the report), "crash" (any other exception) or "skipped"
-(no screened point). Segfaults and aborts are caught one level up (tests/support/crandom.py).
+(no screened point); with the two modes' outcomes differing, the more severe (SEVERITY). Segfaults and aborts are caught one level up (tests/support/crandom.py).
 """
 from __future__ import annotations
 
@@ -204,7 +204,8 @@ def screened_point(h: Harness, seed: int):
 
 
 def check(prog: Program, opt_level: str) -> Outcome:
-    """The outcome of `prog` at `opt_level` (see module docstring)."""
+    """The outcome of `prog` at `opt_level` (see module docstring). A mode that is refused
+    does not stop the other: its derivative is still checked against FD."""
     from enzyme_py import ActivityError, UnsupportedError
     from enzyme_py.c import derive
     from enzyme_py.c.clang import load_ir
@@ -213,54 +214,66 @@ def check(prog: Program, opt_level: str) -> Outcome:
         found = screened_point(h, prog.seed)
         if found is None:
             return Outcome("skipped", message="no point passed the screen")
-        mode = "clang"
+        outcomes, derived = [], {}
+        ir = load_ir(h.path, opt_level)                   # once for both modes
+        for mode in ("reverse", "forward"):
+            try:
+                derived[mode] = derive(ir, "f", activities(prog, mode), mode)
+            except (UnsupportedError, ActivityError) as e:
+                outcomes.append(Outcome("refused", mode, f"{type(e).__name__}: {e}"))
+            except Exception as e:   # noqa: BLE001 -- every other exception is a crash to report
+                outcomes.append(_crash(mode, e))
         try:
-            ir = load_ir(h.path, opt_level)       # once for both modes
-            mode = "reverse"
-            rev = derive(ir, "f", activities(prog, "reverse"), "reverse")
-            mode = "forward"
-            fwd = derive(ir, "f", activities(prog, "forward"), "forward")
-            mode = "check"
-            return compare(h, rev, fwd, *found)
-        except (UnsupportedError, ActivityError) as e:
-            return Outcome("refused", mode, f"{type(e).__name__}: {e}")
-        except Exception as e:    # noqa: BLE001 -- every other exception is a crash to report
-            return Outcome("crash", mode, f"{type(e).__name__}: {e}\n{traceback.format_exc()}")
+            outcomes.append(compare(h, derived.get("reverse"), derived.get("forward"), *found))
+        except Exception as e:       # noqa: BLE001
+            outcomes.append(_crash("check", e))
+        return min(outcomes, key=lambda o: SEVERITY.index(o.status))
+
+
+#: the outcome of a program is the first of these its modes reach
+SEVERITY = ("crash", "wrong", "refused", "ok")
+
+
+def _crash(mode: str, e: Exception) -> Outcome:
+    return Outcome("crash", mode, f"{type(e).__name__}: {e}\n{traceback.format_exc()}")
 
 
 def compare(h: Harness, rev, fwd, vals, w, t, g_fd, j_fd) -> Outcome:
-    """The derivatives against FD and against each other (module docstring)."""
+    """The derivatives against FD and against each other (module docstring); `rev` or `fwd`
+    None skips that mode and the inner product."""
     ret, mem = h.primal(vals)
     floor = max(FD.atol, 10 * np.finfo(float).eps * (1 + abs(ret)) / FD.step)
-    # reverse
-    call, m = h.args(vals, w)
-    grads = rev(*call)
-    grads = () if grads is None else grads if isinstance(grads, tuple) else (grads,)
-    scalars = [p for p in h.state if p.kind == "scalar"]
-    if len(grads) != len(scalars):
-        return Outcome("wrong", "reverse", f"{len(grads)} gradients for {len(scalars)} scalars")
-    by_name = dict(zip((p.name for p in scalars), grads))
-    got = np.concatenate([np.array([by_name[p.name]]) if p.kind == "scalar"
-                          else m["d" + p.name].read() for p in h.state])
-    problems = _problems(h, m, mem, "reverse") + _close(got, g_fd, floor, "reverse gradient")
-    # forward
-    tangents, k = {}, 0
-    for p in h.state:
-        tangents[p.name] = t[k:k + p.floats()]
-        k += p.floats()
-    call, m = h.args(vals, tangents, "forward")
-    dret = fwd(*call)
-    jt = np.concatenate([[dret if h.prog.returns else 0.0]]
-                        + [m["d" + p.name].read() for p in h.memory])
-    problems += _problems(h, m, mem, "forward") + _close(jt, j_fd, floor, "forward tangent")
-    # inner product <J t, (1, w)> == <t, J^T (1, w)>
-    lhs_terms = [float(jt[0])] + list(jt[1:] * np.concatenate(
-        [w[p.name] for p in h.memory] or [np.zeros(0)]))
-    rhs_terms = list(t * got)
-    lhs, rhs = math.fsum(lhs_terms), math.fsum(rhs_terms)
-    tol = 1e-8 * math.fsum(abs(v) for v in lhs_terms + rhs_terms) + 1e-13
-    if not abs(lhs - rhs) <= tol:
-        problems.append(f"inner product: <J t, w> = {lhs!r} but <t, J^T w> = {rhs!r}")
+    problems = []
+    if rev is not None:
+        call, m = h.args(vals, w)
+        grads = rev(*call)
+        grads = () if grads is None else grads if isinstance(grads, tuple) else (grads,)
+        scalars = [p for p in h.state if p.kind == "scalar"]
+        if len(grads) != len(scalars):
+            return Outcome("wrong", "reverse", f"{len(grads)} gradients for {len(scalars)} "
+                                               "scalars")
+        by_name = dict(zip((p.name for p in scalars), grads))
+        got = np.concatenate([np.array([by_name[p.name]]) if p.kind == "scalar"
+                              else m["d" + p.name].read() for p in h.state])
+        problems += _problems(m, mem, "reverse") + _close(got, g_fd, floor, "reverse gradient")
+    if fwd is not None:
+        tangents, k = {}, 0
+        for p in h.state:
+            tangents[p.name] = t[k:k + p.floats()]
+            k += p.floats()
+        call, m = h.args(vals, tangents, "forward")
+        dret = fwd(*call)
+        jt = np.concatenate([[dret if h.prog.returns else 0.0]]
+                            + [m["d" + p.name].read() for p in h.memory])
+        problems += _problems(m, mem, "forward") + _close(jt, j_fd, floor, "forward tangent")
+    if rev is not None and fwd is not None:     # <J t, (1, w)> == <t, J^T (1, w)>
+        lhs_terms = [float(jt[0])] + list(jt[1:] * np.concatenate(
+            [w[p.name] for p in h.memory] or [np.zeros(0)]))
+        rhs_terms = list(t * got)
+        lhs, rhs = math.fsum(lhs_terms), math.fsum(rhs_terms)
+        tol = 1e-8 * math.fsum(abs(v) for v in lhs_terms + rhs_terms) + 1e-13
+        if not abs(lhs - rhs) <= tol:
+            problems.append(f"inner product: <J t, w> = {lhs!r} but <t, J^T w> = {rhs!r}")
     if problems:
         return Outcome("wrong", problems[0].split(":")[0].split()[0], "\n".join(problems))
     return Outcome("ok")
@@ -274,7 +287,7 @@ def _close(got, expected, atol: float, what: str) -> list[str]:
     return []
 
 
-def _problems(h: Harness, m: dict, mem: dict, mode: str) -> list[str]:
+def _problems(m: dict, mem: dict, mode: str) -> list[str]:
     """The primal memory a derivative call left, against the primal's exit memory."""
     out = []
     for name, exit_values in mem.items():

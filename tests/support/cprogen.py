@@ -18,6 +18,9 @@ Parameter kinds and the memory each owns (``N`` doubles per array, ``ROWS`` rows
   vectors;
 - ``long n`` (always last, ``N``).
 
+tests/support/cprogen_more.py adds further statement shapes (helper calls, while loops, heap
+and memcpy temporaries, globals, ...), each behind its feature.
+
 Values stay tame by construction (``log`` and ``sqrt`` of ``1 + e*e``, divisions by ``1 + e*e``,
 ``exp`` of ``0.5 * e``); the checker (tests/support/ccheck.py) still screens each point.
 """
@@ -25,6 +28,8 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
+
+from tests.support import cprogen_more
 
 #: feature -> what it adds to the drawn programs
 FEATURES: dict[str, str] = {
@@ -40,14 +45,35 @@ FEATURES: dict[str, str] = {
     "local_array": "fixed-size local double arrays filled and read in loops",
     "local_ptrs": "local arrays of pointers and local structs holding argument pointers",
     "vector": "vector_size(16) double vectors: parameters, arithmetic, lanes, shuffles",
+    "libm2": "expm1, log1p, atan, cbrt, erf, floor, hypot, atan2, copysign, fma",
+    "select": "conditional expressions c ? e1 : e2",
+    "calls": "static helpers (inlined or noinline) returning a value or writing a pointer",
+    "while": "while loops with a data-dependent trip count",
+    "heap": "malloc'd temporary arrays",
+    "memcpy": "local copies of arrays made with memcpy",
+    "early_return": "return from the middle of the function",
+    "int_index": "array indices computed from floats",
+    "accum": "several loop iterations accumulating into one array element",
+    "globals": "file-scope static doubles written with active values and read back",
+    "punning": "fabs through the bits of a union {double; long}",
+    "ptr_arith": "pointer arithmetic: walking pointers, reads through a + 1",
+    "break": "loops left by break or continue on a data-dependent test",
 }
 ALL_FEATURES = frozenset(FEATURES)
+_LIBM2_UNARY = {"expm1": "expm1(0.5 * ({0}))", "log1p": "log1p(({0}) * ({0}))",
+                "atan": "atan({0})", "cbrt": "cbrt(1.0 + ({0}) * ({0}))", "erf": "erf({0})",
+                "floor": "(floor(2.0 * ({0})) * 0.25 + ({0}))"}
+_LIBM2_BINARY = {"hypot": "hypot({0}, {1})", "atan2": "atan2({0}, 1.5 + ({1}) * ({1}))",
+                 "copysign": "copysign({0}, {1})", "fma": "fma({0}, {1}, {2})"}
 _UNARY_FEATURE = {**dict.fromkeys(("sin", "cos", "tanh", "exp", "log", "sqrt"), "math"),
-                  **dict.fromkeys(("powf", "pow2", "pow3"), "pow"), "fabs": "fabs"}
+                  **dict.fromkeys(("powf", "pow2", "pow3"), "pow"), "fabs": "fabs",
+                  **dict.fromkeys(_LIBM2_UNARY, "libm2")}
 #: doubles per array (even: vector parameters hold N / 2 vectors), rows of a ptr2 table
 N, ROWS = 4, 2
 
 PRELUDE = f"""#include <math.h>
+#include <stdlib.h>
+#include <string.h>
 #define N {N}
 #define ROWS {ROWS}
 typedef double v2 __attribute__((vector_size(16)));
@@ -91,13 +117,15 @@ class Program:
 class _Gen:
     """The drawing state of one program: random source, features, names in scope."""
 
-    def __init__(self, rng: random.Random, features: frozenset, params: list[Param]):
-        self.rng, self.features, self.params = rng, features, params
+    def __init__(self, rng: random.Random, features: frozenset, params: list[Param],
+                 returns: bool):
+        self.rng, self.features, self.params, self.returns = rng, features, params, returns
         self.lines: list[str] = []
         self.scalars = [p.name for p in params if p.kind == "scalar"]
         self.temps: list[str] = []
         self.count = 0
         self.uses: set[str] = set()
+        self.helpers: list[str] = []
 
     def has(self, feature: str) -> bool:
         return feature in self.features
@@ -120,19 +148,30 @@ class _Gen:
         unary += ["sin", "cos", "tanh", "exp", "log", "sqrt"] if self.has("math") else []
         unary += ["powf", "pow2", "pow3"] if self.has("pow") else []
         unary += ["fabs"] if self.has("fabs") else []
+        unary += list(_LIBM2_UNARY) if self.has("libm2") else []
         if r.random() < 0.35:
             e = self.expr(leaves, depth - 1)
             u = r.choice(unary)
             if u in _UNARY_FEATURE:
                 self.uses.add(_UNARY_FEATURE[u])
+            if u in _LIBM2_UNARY:
+                return _LIBM2_UNARY[u].format(e)
             return {"neg": f"-({e})", "sq": f"({e}) * ({e})", "sin": f"sin({e})",
                     "cos": f"cos({e})", "tanh": f"tanh({e})", "exp": f"exp(0.5 * ({e}))",
                     "log": f"log(1.0 + ({e}) * ({e}))", "sqrt": f"sqrt(0.5 + ({e}) * ({e}))",
                     "powf": f"pow(1.0 + ({e}) * ({e}), 0.75)", "pow2": f"pow({e}, 2.0)",
                     "pow3": f"pow({e}, 3.0)", "fabs": f"fabs({e})"}[u]
+        if self.has("select") and r.random() < 0.15:
+            self.uses.add("select")
+            return f"({self.cond(leaves)} ? {self.expr(leaves, depth - 1)} : " \
+                   f"{self.expr(leaves, depth - 1)})"
         binary = ["+", "-", "*", "/"] + (["fmax", "fmin"] if self.has("fmaxmin") else [])
+        binary += list(_LIBM2_BINARY) if self.has("libm2") else []
         op = r.choice(binary)
         a, b = self.expr(leaves, depth - 1), self.expr(leaves, depth - 1)
+        if op in _LIBM2_BINARY:
+            self.uses.add("libm2")
+            return _LIBM2_BINARY[op].format(a, b, self.rng.choice(leaves))
         if op == "/":
             return f"({a}) / (1.0 + ({b}) * ({b}))"
         if op in ("fmax", "fmin"):
@@ -294,7 +333,7 @@ class _Gen:
             segs.append(self.seg_local_ptrs)
         if self.has("vector"):
             segs += [self.seg_vector] * 2
-        return segs
+        return segs + cprogen_more.segments(self, self.returns)
 
 
 def _draw_params(rng: random.Random, features: frozenset) -> tuple[list[Param], bool]:
@@ -326,7 +365,7 @@ def generate(seed: int, features=ALL_FEATURES) -> Program:
     assert not unknown, f"unknown features {sorted(unknown)}; known: {sorted(FEATURES)}"
     rng = random.Random(seed)
     params, returns = _draw_params(rng, features)
-    g = _Gen(rng, features, params)
+    g = _Gen(rng, features, params, returns)
     segs = g.segments()
     for _ in range(rng.randint(2, 5)):
         rng.choice(segs)()
@@ -348,5 +387,6 @@ def generate(seed: int, features=ALL_FEATURES) -> Program:
         g.uses.add("output")
     prog = Program(seed, features, params, returns, body=g.lines, uses=frozenset(g.uses))
     prog.source = (f"/* seed {seed}, features {','.join(sorted(features))} */\n{PRELUDE}\n"
-                   f"{prog.signature()} {{\n" + "\n".join(g.lines) + "\n}\n")
+                   + "".join(g.helpers)
+                   + f"{prog.signature()} {{\n" + "\n".join(g.lines) + "\n}\n")
     return prog
