@@ -68,7 +68,7 @@ class Memory:
 
     def __init__(self, p: Param, flat: np.ndarray) -> None:
         self.p, self.keep = p, []
-        if p.kind in ("array", "vec"):
+        if p.kind in ("array", "vec", "pts"):
             self.bufs = [_aligned(flat)]
             self.arg = self.bufs[0].ctypes.data
         elif p.kind == "ptr2":

@@ -58,6 +58,9 @@ FEATURES: dict[str, str] = {
     "punning": "fabs through the bits of a union {double; long}",
     "ptr_arith": "pointer arithmetic: walking pointers, reads through a + 1",
     "break": "loops left by break or continue on a data-dependent test",
+    "vector_out": "a v2 * parameter updated with whole-vector loads, arithmetic and stores",
+    "aos": "an array of struct {double x, y} (read, or its y fields rewritten)",
+    "recurrence": "in-place recurrences a[i] = a[i-1] * c + e(a[i]), two sweeps",
 }
 ALL_FEATURES = frozenset(FEATURES)
 _LIBM2_UNARY = {"expm1": "expm1(0.5 * ({0}))", "log1p": "log1p(({0}) * ({0}))",
@@ -78,6 +81,7 @@ PRELUDE = f"""#include <math.h>
 #define ROWS {ROWS}
 typedef double v2 __attribute__((vector_size(16)));
 struct S {{ long n; double w; double *data; }};
+struct P {{ double x, y; }};
 """
 
 
@@ -90,12 +94,14 @@ class Param:
 
     def ctype(self) -> str:
         return {"scalar": "double", "array": "double *", "ptr2": "double **",
-                "struct": "struct S *", "vec": "const v2 *", "int": "long"}[self.kind]
+                "struct": "struct S *", "vec": "v2 *" if self.written else "const v2 *",
+                "pts": "struct P *",
+                "int": "long"}[self.kind]
 
     def floats(self) -> int:
         """How many floats the parameter holds (its value or its memory)."""
         return {"scalar": 1, "array": N, "ptr2": ROWS * N, "struct": 1 + N, "vec": N,
-                "int": 0}[self.kind]
+                "pts": 2 * N, "int": 0}[self.kind]
 
 
 @dataclass
@@ -291,7 +297,7 @@ class _Gen:
         self.temps.append(t)
 
     def seg_vector(self) -> None:
-        vecs = [p.name for p in self.params if p.kind == "vec"]
+        vecs = [p.name for p in self.params if p.kind == "vec" and not p.written]
         r, env = self.rng, self.env()
         v, t = self.fresh("vv"), self.fresh()
         self.uses.add("vector")
@@ -353,6 +359,11 @@ def _draw_params(rng: random.Random, features: frozenset) -> tuple[list[Param], 
         params.append(Param("struct", "s", rng.random() < 0.8))
     if "vector" in features and rng.random() < 0.6:
         params.append(Param("vec", "v", rng.random() < 0.8))
+    if "vector_out" in features and rng.random() < 0.7:
+        params.append(Param("vec", "vo", True, True))
+    if "aos" in features and rng.random() < 0.7:
+        active = rng.random() < 0.8
+        params.append(Param("pts", "pts", active, active and rng.random() < 0.5))
     if not any(p.active for p in params):
         params[0] = Param("scalar", "x0", True)
     return params + [Param("int", "n", False)], returns
@@ -373,7 +384,10 @@ def generate(seed: int, features=ALL_FEATURES) -> Program:
     for seg, needed in ((g.seg_write_loop, any(p.written and p.kind == "array" for p in params)),
                         (g.seg_ptr2, any(p.kind == "ptr2" for p in params)),
                         (g.seg_struct, any(p.kind == "struct" for p in params)),
-                        (g.seg_vector, any(p.kind == "vec" for p in params))):
+                        (g.seg_vector, any(p.kind == "vec" and not p.written for p in params)),
+                        (lambda: cprogen_more.seg_vector_out(g),
+                         any(p.name == "vo" for p in params)),
+                        (lambda: cprogen_more.seg_aos(g), any(p.kind == "pts" for p in params))):
         if needed:
             seg()
     coeffs = [f"{g.const()} * {t}" for t in g.temps] or ["0.0"]

@@ -4,8 +4,9 @@ Each ``seg_*`` function appends one segment to a program being drawn (``cprogen.
 helper calls (inlined or ``noinline``, returning a value or writing through a pointer),
 ``while`` loops with a data-dependent exit, ``malloc``'d and ``memcpy``'d temporaries, early
 returns, integer indices computed from floats, scatter accumulation into an array, file-scope
-globals holding active values, type punning through a union, pointer arithmetic and loops
-left by ``break`` / ``continue``.
+globals holding active values, type punning through a union, pointer arithmetic, loops
+left by ``break`` / ``continue``, whole-vector updates of a ``v2 *`` parameter, arrays of
+structs and in-place recurrences.
 ``segments(g)`` lists those the program's features and parameters allow; it draws nothing
 from the random source, so programs without these features are unchanged.
 """
@@ -154,6 +155,41 @@ def seg_break(g) -> None:
     g.temps.append(t)
 
 
+def seg_vector_out(g) -> None:
+    """`vo[i] = <whole-vector expression>`: vector loads, arithmetic with constant splats and
+    stores, no lane access (the reverse pass sees only vector memory)."""
+    g.uses.add("vector_out")
+    srcs = ["vo[i]"] + [f"{p.name}[i]" for p in g.params if p.kind == "vec" and not p.written]
+    a, b = g.rng.choice(srcs), g.rng.choice(srcs)
+    e = g.rng.choice((f"{a} * {b}", f"{a} * {b} + vo[i] * 0.5", f"vo[i] / ({a} * {a} + 1.0)",
+                      f"({a} - {b}) * ({a} + {b}) + vo[i]"))
+    g.lines += ["  for (long i = 0; i < N / 2; i++)", f"    vo[i] = {e};"]
+
+
+def seg_aos(g) -> None:
+    """A loop over `struct P {double x, y;} *pts`, rewriting the y fields when written."""
+    p = next(q for q in g.params if q.kind == "pts")
+    t = g.fresh()
+    g.uses.add("aos")
+    leaves = g.env() + ["pts[i].x", "pts[i].y", "pts[i].x * pts[i].y"]
+    g.lines += [f"  double {t} = 0.0;", "  for (long i = 0; i < n; i++) {"]
+    if p.written:
+        g.lines.append(f"    pts[i].y = {g.expr(leaves, 1)};")
+    g.accumulate(t, leaves, "    ")
+    g.lines.append("  }")
+    g.temps.append(t)
+
+
+def seg_recurrence(g) -> None:
+    """Two sweeps of `a[i] = a[i - 1] * c + e(a[i])` over an array updated in place (the
+    reverse pass needs values the sweeps overwrite)."""
+    dst = g.rng.choice([p.name for p in g.params if p.written and p.kind == "array"])
+    g.uses.add("recurrence")
+    leaves = g.env() + [f"{dst}[i]"] * 3
+    g.lines += ["  for (int sweep = 0; sweep < 2; sweep++)", "    for (long i = 1; i < n; i++)",
+                f"      {dst}[i] = {dst}[i - 1] * {g.const()} * 0.5 + {g.expr(leaves)};"]
+
+
 def segments(g, returns: bool) -> list:
     has_array = bool(_arrays(g))
     segs = []
@@ -164,7 +200,9 @@ def segments(g, returns: bool) -> list:
                            any(p.written and p.kind == "array" for p in g.params)),
                           ("globals", seg_global, True), ("punning", seg_punning, True),
                           ("ptr_arith", seg_ptr_arith, has_array),
-                          ("break", seg_break, has_array)):
+                          ("break", seg_break, has_array),
+                          ("recurrence", seg_recurrence,
+                           any(p.written and p.kind == "array" for p in g.params))):
         if g.has(feat) and ok:
             segs.append(lambda seg=seg: seg(g))
     if g.has("early_return"):
