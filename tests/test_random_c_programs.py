@@ -1,13 +1,13 @@
 """The differential tier for C: random C functions through ``enzyme_py.c.derive``.
 
-tests/support/cprogen.py draws a C function per seed (scalars, arrays, pointer tables,
-structs mixing ``long``/``double``/``double *``, local arrays and pointers, ``vector_size``
-vectors, libm calls, ``fmax``/``fmin``/``fabs``, loops and branches, helper calls, heap and
-memcpy temporaries, globals...; ``cprogen.FEATURES`` switches them); tests/support/ccheck.py compiles it with clang-22 at -O0 or -O2, derives it in both
-modes and checks reverse and forward against central differences of the clang-built primal
-and forward against reverse (``<J t, w> == <t, J^T w>``). Programs run in worker
-subprocesses (tests/support/crandom.py), so a segfault or an abort is a CRASH naming its seed,
-not a dead test run.
+tests/support/cprogen.py draws a C function per seed (scalars, arrays, pointer tables, structs
+mixing ``long``/``double``/``double *``, local arrays and pointers, ``vector_size`` vectors,
+libm calls, ``fmax``/``fmin``/``fabs``, loops and branches, helper calls, heap and memcpy
+temporaries, globals...; ``cprogen.FEATURES`` switches them); tests/support/ccheck.py compiles
+it with clang-22 at -O0 or -O2, derives it in both modes and checks reverse and forward against
+central differences of the clang-built primal and forward against reverse (``<J t, w> == <t,
+J^T w>``). Programs run in worker subprocesses (tests/support/crandom.py), so a segfault or an
+abort is a CRASH naming its seed, not a dead test run.
 
 Asserted: no WRONG, no CRASH, and at least MIN_OK of the checked programs are supported
 (refusals name the construct and are counted and printed, as in tests/test_random_programs.py).

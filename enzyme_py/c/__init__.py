@@ -1,12 +1,13 @@
 """The C front end: derivatives of C functions, from Python and through clang.
 
 `derive(path_or_bitcode, "fn", activities, mode="reverse", opt_level="-O1")` differentiates the
-C function `fn` of a `.c` source (compiled with clang-22 at `opt_level`), a `.ll` / `.bc` file, IR text or bitcode bytes and
-returns a `CFunction`: call it like the C derivative (per parameter `p`, then `d_p` when it is
-dup/dupnoneed; NumPy arrays are passed as pointers to their data). Reverse mode returns the
-gradient of the one active float, a tuple for several (None for none); forward mode returns
-the tangent of the float result. `.cfunc` is the ctypes function itself and `.address` its
-native address. The command-line driver (`enzyme-py clang`) is `enzyme_py.c.driver`.
+C function `fn` of a `.c` source (compiled with clang-22 at `opt_level`), a `.ll` / `.bc` file,
+IR text or bitcode bytes and returns a `CFunction`: call it like the C derivative (per
+parameter `p`, then `d_p` when it is dup/dupnoneed; NumPy arrays are passed as pointers to
+their data). Reverse mode returns the gradient of the one active float, a tuple for several
+(None for none); forward mode returns the tangent of the float result. `.cfunc` is the ctypes
+function itself and `.address` its native address. The command-line driver (`enzyme-py clang`)
+is `enzyme_py.c.driver`.
 """
 from __future__ import annotations
 

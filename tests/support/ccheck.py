@@ -18,8 +18,9 @@ forward mode with ``enzyme_py.c.derive`` and checks
 - the primal memory each derivative leaves against the primal's.
 
 It returns an ``Outcome``: "ok", "refused" (UnsupportedError / ActivityError, with the
-message), "wrong" (a mismatch, with the report), "crash" (any other exception) or "skipped"
-(no screened point); with the two modes' outcomes differing, the more severe (SEVERITY). Segfaults and aborts are caught one level up (tests/support/crandom.py).
+message), "wrong" (a mismatch, with the report), "crash" (any other exception) or "skipped" (no
+screened point); with the two modes' outcomes differing, the more severe (SEVERITY). Segfaults
+and aborts are caught one level up (tests/support/crandom.py).
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Random C functions for the differential tier of the C front end (tests/test_random_c_programs.py).
+"""Random C functions for the C front end's differential tier (tests/test_random_c_programs.py).
 
 ``generate(seed, features)`` returns a ``Program``: the C source of one function ``f`` and the
 description of its parameters (kind, activity, whether ``f`` writes its memory), drawn from

@@ -19,6 +19,7 @@ something a user of enzyme_py would copy.
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import os
 import re
@@ -91,6 +92,7 @@ def _run_chunk(items: list, features, timeout: int):
 
 
 def _worker(specs: list[str], features, timeout: int) -> None:
+    _die_with_parent()
     from tests.support.ccheck import check
     for spec in specs:
         seed, opt = spec.split(":")
@@ -103,6 +105,14 @@ def _worker(specs: list[str], features, timeout: int) -> None:
         print("RESULT " + json.dumps({"seed": int(seed), "opt": opt, "status": out.status,
                                       "mode": out.mode, "message": out.message,
                                       "features": sorted(features)}), flush=True)
+
+
+def _die_with_parent() -> None:
+    """Linux: SIGTERM when the runner dies, so a killed run leaves no workers behind."""
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
 
 
 def kind(message: str) -> str:
