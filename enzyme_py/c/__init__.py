@@ -1,12 +1,13 @@
 """The C front end: derivatives of C functions, from Python and through clang.
 
-`derive(path_or_bitcode, "fn", activities, mode="reverse")` differentiates the C function `fn`
-of a `.c` source (compiled with clang-22), a `.ll` / `.bc` file, IR text or bitcode bytes and
-returns a `CFunction`: call it like the C derivative (per parameter `p`, then `d_p` when it is
-dup/dupnoneed; NumPy arrays are passed as pointers to their data). Reverse mode returns the
-gradient of the one active float, a tuple for several (None for none); forward mode returns
-the tangent of the float result. `.cfunc` is the ctypes function itself and `.address` its
-native address. The command-line driver (`enzyme-py clang`) is `enzyme_py.c.driver`.
+`derive(path_or_bitcode, "fn", activities, mode="reverse", opt_level="-O1")` differentiates the
+C function `fn` of a `.c` source (compiled with clang-22 at `opt_level`), a `.ll` / `.bc` file,
+IR text or bitcode bytes and returns a `CFunction`: call it like the C derivative (per
+parameter `p`, then `d_p` when it is dup/dupnoneed; NumPy arrays are passed as pointers to
+their data). Reverse mode returns the gradient of the one active float, a tuple for several
+(None for none); forward mode returns the tangent of the float result. `.cfunc` is the ctypes
+function itself and `.address` its native address. The command-line driver (`enzyme-py clang`)
+is `enzyme_py.c.driver`.
 """
 from __future__ import annotations
 
@@ -26,10 +27,11 @@ __all__ = ["CFunction", "ClangError", "derive"]
 
 
 def derive(source, fn: str, activities, mode: str = "reverse", *,
-           strong_zero: bool = False) -> CFunction:
-    """The derivative of C function `fn` of `source` as a ctypes-backed callable
-    (`strong_zero`: as `enzyme_py.derive_diff`'s)."""
-    text = load_ir(source)
+           strong_zero: bool = False, opt_level: str = "-O1") -> CFunction:
+    """The derivative of C function `fn` of `source` (a C source compiled at `opt_level`, one
+    of `clang.OPT_LEVELS`) as a ctypes-backed callable (`strong_zero`: as
+    `enzyme_py.derive_diff`'s)."""
+    text = load_ir(source, opt_level)
     symbol = unique_symbol(derivative_symbol(mode, f"{fn}.c"))
     built = c_derivative(text, fn, activities, mode, symbol, "auto", strong_zero=strong_zero)
     library = compile_library(built.module_text, f"enzyme_py.c.{fn}")

@@ -1,8 +1,9 @@
 """clang-22 as the C front end's compiler: C sources to LLVM IR text the pass can read.
 
-`c_to_ir(path, flags)` runs `clang-22 -O1 -gline-tables-only -emit-llvm -S` (-O1: mem2reg
-and simplification, no vectorisation, as the pass expects; line tables: each instruction's C
-line; no call-site info, which would leave debug info on declarations) and returns the module
+`c_to_ir(path, flags, opt_level)` runs `clang-22 -O1 -gline-tables-only -emit-llvm -S` (-O1 by
+default: mem2reg and simplification; `opt_level` picks another of OPT_LEVELS; never loop or SLP
+vectorisation or unrolling, as the pass expects; line tables: each instruction's C line; no
+call-site info, which would leave debug info on declarations) and returns the module
 with its debug locations turned into `!enzyme.loc !{!"file.c:LINE"}` tags, the form
 `ir_passes.diagnostics` reads, so errors name the C `file:line`. `load_ir(source)` accepts a
 `.c` path, a `.ll` / `.bc` path, IR text or bitcode bytes.
@@ -20,10 +21,11 @@ from ir_passes.errors import EnzymePyError, InvalidIRError
 
 from ..numba_bridge.capture import _dbg_to_loc
 
-__all__ = ["ClangError", "C_SUFFIXES", "c_to_ir", "clang", "load_ir"]
+__all__ = ["ClangError", "C_SUFFIXES", "OPT_LEVELS", "c_to_ir", "clang", "load_ir"]
 
 C_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".C")
-_IR_FLAGS = ("-O1", "-gline-tables-only", "-gno-call-site-info", "-emit-llvm", "-S",
+OPT_LEVELS = ("-O0", "-O1", "-O2", "-O3", "-Os", "-Oz")
+_IR_FLAGS = ("-gline-tables-only", "-gno-call-site-info", "-emit-llvm", "-S",
              "-fno-vectorize", "-fno-slp-vectorize", "-fno-unroll-loops")
 
 
@@ -53,12 +55,14 @@ def run_clang(args: list[str]) -> None:
         raise ClangError(f"clang-22 failed ({' '.join(args)}):\n{proc.stderr.strip()}")
 
 
-def c_to_ir(path: str, flags: tuple[str, ...] = ()) -> str:
-    """IR text of the C/C++ source `path` (compiled with `flags`, e.g. -I/-D/-std), tagged
-    with its C source lines."""
+def c_to_ir(path: str, flags: tuple[str, ...] = (), opt_level: str = "-O1") -> str:
+    """IR text of the C/C++ source `path` (compiled with `flags`, e.g. -I/-D/-std, at
+    `opt_level`, one of OPT_LEVELS), tagged with its C source lines."""
+    if opt_level not in OPT_LEVELS:
+        raise ClangError(f"opt_level={opt_level!r} is not one of {', '.join(OPT_LEVELS)}")
     with tempfile.TemporaryDirectory(prefix="enzyme_py_") as tmp:
         out = os.path.join(tmp, "module.ll")
-        run_clang([*flags, *_IR_FLAGS, os.path.abspath(path), "-o", out])
+        run_clang([*flags, opt_level, *_IR_FLAGS, os.path.abspath(path), "-o", out])
         with open(out) as f:
             return tag_lines(f.read())
 
@@ -68,8 +72,9 @@ def tag_lines(text: str) -> str:
     return _dbg_to_loc(text)
 
 
-def load_ir(source) -> str:
-    """Tagged IR text of a C source path, a .ll/.bc path, IR text or bitcode bytes."""
+def load_ir(source, opt_level: str = "-O1") -> str:
+    """Tagged IR text of a C source path (compiled at `opt_level`), a .ll/.bc path, IR text or
+    bitcode bytes."""
     if isinstance(source, (bytes, bytearray)):
         return tag_lines(_bitcode_text(bytes(source), "<bitcode>"))
     text = os.fspath(source)
@@ -78,7 +83,7 @@ def load_ir(source) -> str:
     if not os.path.isfile(text):
         raise ClangError(f"{text}: no such file")
     if text.endswith(C_SUFFIXES):
-        return c_to_ir(text)
+        return c_to_ir(text, opt_level=opt_level)
     if text.endswith(".bc"):
         with open(text, "rb") as f:
             return tag_lines(_bitcode_text(f.read(), text))

@@ -61,3 +61,23 @@ def test_from_bitcode_and_ir_text(tmp_path):
         results.append(dx)
     np.testing.assert_array_equal(results[0], results[1])
     np.testing.assert_array_equal(results[0], results[2])
+
+
+@pytest.mark.parametrize("level", ["-O0", "-O2"])
+def test_opt_level(level):
+    """`opt_level` compiles the C source at that level (-O0 keeps `optnone`) and the
+    derivative agrees with the default -O1 one."""
+    from enzyme_py.c import derive
+    from enzyme_py.c.clang import load_ir
+    x = np.linspace(-1, 1, 5)
+    ref, got = np.zeros(5), np.zeros(5)
+    derive(KERNELS_C, "pointer_walk", "dup,const")(x, ref, 5)
+    derive(KERNELS_C, "pointer_walk", "dup,const", opt_level=level)(x, got, 5)
+    np.testing.assert_allclose(got, ref, rtol=1e-13)
+    assert ("optnone" in load_ir(KERNELS_C, level)) == (level == "-O0")
+
+
+def test_opt_level_unknown():
+    from enzyme_py.c import ClangError, derive
+    with pytest.raises(ClangError, match=r"opt_level='-O7' is not one of -O0, -O1"):
+        derive(KERNELS_C, "three", "active,const,const", opt_level="-O7")
