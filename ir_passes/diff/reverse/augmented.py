@@ -155,7 +155,8 @@ class AugmentedForward:
             if inst.operands:
                 raise st.diag.unsupported("dynamic alloca holding active values", inst)
             name = (inst.name or "") + "'"
-            return st.zeroed_alloca(inst.source_type, name)  # type: ignore[arg-type]
+            return st.zeroed_alloca(inst.source_type, name,  # type: ignore[arg-type]
+                                    align=inst.align)          # the primal's accesses claim it
         raise unknown_shadow_pointer(st.diag, inst)
 
     def _shadow_of(self, ptr: Value, user: Instruction) -> Value:

@@ -157,12 +157,13 @@ class ReverseState:
         reverse would have released is dropped there too, once known (`unreversed.py`)."""
         self.unreversed_exits.append(self.release_tapes(b))
 
-    def alloca(self, t: Type, name: str) -> Instruction:
+    def alloca(self, t: Type, name: str, align: int | None = None) -> Instruction:
         """An alloca in the entry block (kept before the entry's eventual terminator)."""
-        return Builder(self.entry).alloca(t, name)
+        return Builder(self.entry).alloca(t, name, align=align)
 
-    def zeroed_alloca(self, t: Type, name: str, value: Value | None = None) -> Instruction:
-        slot = self.alloca(t, name)
+    def zeroed_alloca(self, t: Type, name: str, value: Value | None = None,
+                      align: int | None = None) -> Instruction:
+        slot = self.alloca(t, name, align)
         Builder(self.entry).store(value if value is not None else zero(t), slot)
         return slot
 

@@ -87,27 +87,32 @@ def kernels() -> list[Kernel]:
 
 
 @functools.lru_cache(maxsize=None)
-def _derived(name: str, acts: tuple, mode: str):
+def _derived(source: str, name: str, acts: tuple, mode: str):
     from enzyme_py.c import derive
-    return derive(KERNELS_C, name, acts, mode=mode)
+    return derive(source, name, acts, mode=mode)
 
 
-def c_derive(f, name, acts, mode="reverse", **kw):
-    """`derive` with the API conventions gradcheck expects (see module docstring)."""
-    assert not kw, f"C derivatives take no options: {kw}"
-    cname = f.__name__[2:]
-    df = _derived(cname, tuple(acts), mode)
+def derive_from(source: str):
+    """`derive` of the C functions of `source` (a .c or .ll path) with the API conventions
+    gradcheck expects (see module docstring)."""
+    def c_derive(f, name, acts, mode="reverse", **kw):
+        assert not kw, f"C derivatives take no options: {kw}"
+        df = _derived(source, f.__name__[2:], tuple(acts), mode)
 
-    def reverse(*args):
-        g = df(*args)
-        return () if g is None else g if isinstance(g, tuple) else (g,)
+        def reverse(*args):
+            g = df(*args)
+            return () if g is None else g if isinstance(g, tuple) else (g,)
 
-    def forward(*args):
-        primal = [a for k, a in enumerate(args) if k not in _shadow_positions(acts)]
-        value = f(*copy_args(tuple(primal)))
-        return value, df(*args)
+        def forward(*args):
+            primal = [a for k, a in enumerate(args) if k not in _shadow_positions(acts)]
+            value = f(*copy_args(tuple(primal)))
+            return value, df(*args)
 
-    return reverse if mode == "reverse" else forward
+        return reverse if mode == "reverse" else forward
+    return c_derive
+
+
+c_derive = derive_from(KERNELS_C)
 
 
 def _shadow_positions(acts) -> set[int]:
