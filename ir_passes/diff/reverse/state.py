@@ -14,6 +14,7 @@ from ...ir.builder import Builder
 from ...ir.types import I64, Type
 from ...ir.values import Block, Function, GlobalRef, Instruction, Module, Value, const_int, zero
 from ...known.array_layout import DATA
+from ...known.model import Role, role_of
 from ..allocations import growable_allocations, returns_memory, shadowed_allocations
 from ..callees import hidden_shadows, not_inlined_callees
 from ..common import refuse_known_problem_calls
@@ -89,9 +90,10 @@ class ReverseState:
         self.last_updates = find_last_updates(self.plan, self.primal)   # running max/min
         self.entry = self.fn.add_block("entry")
         self.tape = Tape(module, self.fn, self.entry, parked=spec.split is None)
-        # split mode: the shadow arrays allocated so far, for a state that dies unreversed
+        # the shadow arrays (and held arrays) allocated so far, for an exit that skips the
+        # reverse: split mode's state dying unreversed, or a raise after loop allocations
         self.owned = (Tape(module, self.fn, self.entry, "owned", parked=False)
-                      if spec.split else None)
+                      if spec.split or self._allocates_in_loops() else None)
         self.owned_pushes: dict[Block, list[Value]] = {}
         # owners of temporaries kept or held, taken so far (entry slots), and the exits that
         # skip the reverse (the first release call of each): what they drop (`unreversed.py`)
@@ -156,6 +158,12 @@ class ReverseState:
         """Release the tapes at `b`, an exit that skips the reverse (a raise); what the
         reverse would have released is dropped there too, once known (`unreversed.py`)."""
         self.unreversed_exits.append(self.release_tapes(b))
+
+    def _allocates_in_loops(self) -> bool:
+        """Whether the primal allocates arrays in loops: what a raise there skips the release
+        of cannot sit in entry slots (`unreversed.py`)."""
+        return any(role_of(i) is Role.HANDLE_ALLOC and not self.plan.executes_once(i.block)
+                   for i in self.primal.instructions())   # type: ignore[arg-type]
 
     def alloca(self, t: Type, name: str, align: int | None = None) -> Instruction:
         """An alloca in the entry block (kept before the entry's eventual terminator)."""

@@ -10,11 +10,13 @@ do not leak on every raise (the next call allocates what a slot then lacks):
 - outside split mode, the temporaries kept between calls and their shadows, and the
   temporaries run once per call held for reloads (`ReversePlan.live_arrays`), each taken
   so far in an entry stack slot (null until taken);
-- in split mode, everything on the owned list (a tape of owners, `state.owned`), which the
-  state's destructor drops too.
-Not yet: outside split mode, the shadows of temporaries allocated in loops (and references
-held for calls reading them) leak on a raise, as the primal leaks its own temporaries then
-(Numba releases no array on an exception).
+- everything on the owned list (a tape of owners, `state.owned`): in split mode, which the
+  state's destructor drops too, and outside it when the primal allocates in loops (the
+  shadows of temporaries made there, those held for reloads, references held for calls
+  reading them).
+Not yet: the states of non-inlined callees (`callees.py`) taken before a raise, and their
+tapes, leak; so does, in forward mode, the shadow of a temporary the primal leaks (Numba
+releases no array on an exception).
 """
 from __future__ import annotations
 
