@@ -93,7 +93,7 @@ class ReverseState:
         # the shadow arrays (and held arrays) allocated so far, for an exit that skips the
         # reverse: split mode's state dying unreversed, or a raise after loop allocations
         self.owned = (Tape(module, self.fn, self.entry, "owned", parked=False)
-                      if spec.split or self._allocates_in_loops() else None)
+                      if spec.split or self._leaves_owners() else None)
         self.owned_pushes: dict[Block, list[Value]] = {}
         # owners of temporaries kept or held, taken so far (entry slots), and the exits that
         # skip the reverse (the first release call of each): what they drop (`unreversed.py`)
@@ -159,10 +159,12 @@ class ReverseState:
         reverse would have released is dropped there too, once known (`unreversed.py`)."""
         self.unreversed_exits.append(self.release_tapes(b))
 
-    def _allocates_in_loops(self) -> bool:
-        """Whether the primal allocates arrays in loops: what a raise there skips the release
-        of cannot sit in entry slots (`unreversed.py`)."""
+    def _leaves_owners(self) -> bool:
+        """Whether the primal allocates arrays in loops or calls callees that are not
+        inlined (their states): what a raise skips the release of cannot sit in entry slots
+        (`unreversed.py`)."""
         return any(role_of(i) is Role.HANDLE_ALLOC and not self.plan.executes_once(i.block)
+                   or i.opcode == "call" and i.callee_name in self.callees
                    for i in self.primal.instructions())   # type: ignore[arg-type]
 
     def alloca(self, t: Type, name: str, align: int | None = None) -> Instruction:
