@@ -509,10 +509,11 @@ def _link_libraries(libraries, primal: str, linked, primal_text, kept=frozenset(
 
 def _inline_callees(module: llvm.ModuleRef, primal: str, opaque: set[str]) -> None:
     """Inline every callee into the primal, except functions with user rules (`opaque`) or
-    with emitters of their own (a `KnownCall` record: np.linalg.det), and those marked noinline (in LLVM, or `@njit(inline="never")` written out). Functions
-    left over are made internal: noinline ones, recursive ones (the pass differentiates both
-    as functions of their own), and ones only referenced by address (exception-argument
-    unwrappers, container destructors)."""
+    with emitters of their own (a `KnownCall` record: np.linalg.det), and those marked
+    noinline (in LLVM, or `@njit(inline="never")` written out). Functions left over are made
+    internal: noinline ones, recursive ones (the pass differentiates both as functions of
+    their own), and ones only referenced by address (exception-argument unwrappers,
+    container destructors)."""
     never_inline = {fn.name for fn in module.functions
                     if fn.name in opaque or _has_emitters(fn)
                     or any(b"noinline" in a for a in fn.attributes)

@@ -8,7 +8,8 @@ call stays a call (`capture` inlines no function with emitters) and this record 
 it with the cofactor matrix adj(A)^T from a fully pivoted LU, P A Q = L U, whose pivots
 decrease so that only the last can be 0 at rank n-1:
 
-    adj(U)^T = det(U11) [[u_nn U11^-T, 0], [-(U11^-1 u12)^T, 1]],   adj(A)^T = s P^T L^-T adj(U)^T Q^T
+    adj(U)^T = det(U11) [[u_nn U11^-T, 0], [-(U11^-1 u12)^T, 1]]
+    adj(A)^T = s P^T L^-T adj(U)^T Q^T
 
 (U11 the leading n-1 block, s the permutations' sign) -- exact for any u_nn, and 0 when an
 earlier pivot is 0 (rank <= n-2). Forward: t = <adj(A)^T, A'>; reverse: A' += d * adj(A)^T.

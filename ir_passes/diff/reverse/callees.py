@@ -12,10 +12,11 @@ The callee's derivative is split (`split.py`) into an augmented forward `F` and 
   shadows, returns the gradients of the active float arguments and frees the tape; the
   caller, which marked the state used, then drops it. A caller that raises after the call
   never runs the reverse: it drops the listed states, whose destructor frees the tape and
-  what else the callee's reverse would have released. The call of a callee whose reverse recomputes it
-  (`RECOMPUTED`) runs `F` in its reverse, just before `R`: `F` takes the state buffer from
-  the callee's slot and the caller parks it there again after `R` (`parked_shadows`), so
-  the iterations of a checkpointed loop, and later calls, reuse one buffer.
+  what else the callee's reverse would have released. The call of a callee whose reverse
+  recomputes it (`RECOMPUTED`) runs `F` in its reverse, just before `R`: `F` takes the state
+  buffer (raw) from the callee's slot and the caller parks it there again after `R`
+  (`parked_shadows`), so the iterations of a checkpointed loop, and later calls, reuse one
+  buffer.
 `R` may recompute values from memory its callee only reads, so that memory must not change
 between the call and its reverse, and memory the callee writes must not be handed to it
 twice (checked at the call).
