@@ -13,7 +13,6 @@ import os
 import re
 import subprocess
 
-import numpy as np
 import pytest
 
 from enzyme_py.c import derive
