@@ -42,7 +42,7 @@ from .availability import Availability, BlockContext
 from .kept import local_owner, written_after
 from .parked_shadows import park_shadow, state_slot
 from .split import STATE_ARRAY
-from .state import ReverseState
+from .state import ReverseState, owned_states
 
 _HINT = "not supported yet: pass the callee memory the caller does not change afterwards"
 _ARRAY_HINT = ("allocate the array once per call (outside loops) in a function that returns "
@@ -109,12 +109,13 @@ def _halves_spec(st: ReverseState, inst: Instruction, callee: Function) -> DiffS
     leaves = (ReturnLeaf((), spec.ret_slot),) if spec.ret is Activity.ACTIVE else None
     spec = dataclasses.replace(spec, ret_type=StructType(grads), ret_leaves=leaves)
 
-    recomputed = RECOMPUTED in callee.fn_attrs
+    raw = RECOMPUTED in callee.fn_attrs or not owned_states(st.module)
 
     def make(named: DiffSpec):
         halves = dataclasses.replace(named, split=SplitSpec(
             f"augmented_{callee.name}.{named.name.rsplit('.', 1)[1]}", named.name,
-            next(_idents), raw_state=recomputed, reused_state=recomputed, callee=True))
+            next(_idents), raw_state=raw, reused_state=RECOMPUTED in callee.fn_attrs,
+            callee=True))
 
         def run() -> None:
             assert st.synthesize is not None
@@ -140,11 +141,14 @@ def augment_call(st: ReverseState, inst: Instruction, callee: Function) -> None:
                                              lambda op: st.map(op), lambda op: st.fshadow[op])
     if value is not None:
         st.b.store(value, st.map(slot))
+    data = _synthetic(st, inst, st.b.extractvalue(state, (DATA,)))
+    if spec.split.raw_state:        # type: ignore[union-attr]
+        st.call_halves[inst] = _Halves(spec, data)
+        return
     owner = st.b.extractvalue(state, (MEMINFO,))
     if st.owned is not None:        # dropped (its destructor frees the tape) on a raise
         st.owned_pushes.setdefault(inst.block, []).append(owner)  # type: ignore[arg-type]
-    st.call_halves[inst] = _Halves(spec, _synthetic(st, inst, st.b.extractvalue(state, (DATA,))),
-                                   _synthetic(st, inst, owner, "owner"))
+    st.call_halves[inst] = _Halves(spec, data, _synthetic(st, inst, owner, "owner"))
 
 
 def _augmented(st: ReverseState, spec: DiffSpec, inst: Instruction, excinfo: Value,
@@ -201,16 +205,20 @@ def emit_reverse_call(st: ReverseState, avail: Availability, ctx: BlockContext,
         state = b.extractvalue(array, (DATA,))
     else:
         state = avail.value(ctx, halves.state)
-        b.store(const_int(I8, 1), state)            # used: its destructor releases nothing
+        if halves.owner is not None:    # used: its destructor releases nothing
+            b.store(const_int(I8, 1), state)
     null, one, zero64 = Constant(PTR, "null"), const_int(I64, 1), const_int(I64, 0)
     args += [null, null, zero64, one, state, zero64, one]
     b.call(GlobalRef(spec.split.reverse), args, I32)   # type: ignore[union-attr]
     if halves.state is None:          # its buffer parked for the next iteration's
         park_shadow(b, st.module, state_slot(st.module, spec.split.forward),  # type: ignore
                     b.extractvalue(array, (MEMINFO,)), b.extractvalue(array, (NITEMS,)))
-    else:
+    elif halves.owner is not None:
         b.call(declare(st.module, runtime_call(Role.DECREF).name, VOID, [PTR]),
-               [avail.value(ctx, halves.owner)], VOID)  # type: ignore[arg-type]
+               [avail.value(ctx, halves.owner)], VOID)
+    else:
+        b.call(declare(st.module, runtime_call(Role.RAW_FREE).name, VOID, [PTR]), [state],
+               VOID)
     grads = b.load(spec.ret_type, out)               # type: ignore[arg-type]
     active = [p for p in spec.params if p.activity is Activity.ACTIVE]
     for k, p in enumerate(active):

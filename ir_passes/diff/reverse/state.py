@@ -14,7 +14,7 @@ from ...ir.builder import Builder
 from ...ir.types import I64, Type
 from ...ir.values import Block, Function, GlobalRef, Instruction, Module, Value, const_int, zero
 from ...known.array_layout import DATA
-from ...known.model import Role, role_of
+from ...known.model import Role, known_call, role_of
 from ..allocations import growable_allocations, returns_memory, shadowed_allocations
 from ..callees import hidden_shadows, not_inlined_callees
 from ..common import refuse_known_problem_calls
@@ -29,6 +29,17 @@ from .last_update import find_last_updates
 from .recurrences import find_recurrences
 from .tables import Tables
 from .tape import Tape
+
+
+_OWNER_ROLES = (Role.HANDLE_ALLOC, Role.HANDLE_DTOR, Role.HANDLE_DATA, Role.INCREF, Role.DECREF)
+
+
+def owned_states(module: Module) -> bool:
+    """Whether callees' states can be owned (with a destructor): the module already uses
+    the front end's reference-counted owners (Numba's NRT; not the C front end's, whose
+    raw buffers are malloc's). Raw states leak with their tapes on a raise."""
+    return any((r := known_call(name)) is not None and r.role in _OWNER_ROLES
+               for name in module.functions)
 
 
 class ReverseState:
@@ -163,8 +174,9 @@ class ReverseState:
         """Whether the primal allocates arrays in loops or calls callees that are not
         inlined (their states): what a raise skips the release of cannot sit in entry slots
         (`unreversed.py`)."""
+        states = owned_states(self.module)
         return any(role_of(i) is Role.HANDLE_ALLOC and not self.plan.executes_once(i.block)
-                   or i.opcode == "call" and i.callee_name in self.callees
+                   or states and i.opcode == "call" and i.callee_name in self.callees
                    for i in self.primal.instructions())   # type: ignore[arg-type]
 
     def alloca(self, t: Type, name: str, align: int | None = None) -> Instruction:
