@@ -45,6 +45,16 @@ def filled_pick(a, i):
     return s * a[i]
 
 
+def loop_temporaries(a, i):
+    """Temporaries made in a loop (their shadows live until their reverse) before the
+    raising read."""
+    s = 0.0
+    for k in range(3):
+        t = a * (k + 1.0)
+        s += np.sum(np.sin(t) * t)
+    return s * a[i]
+
+
 def divide(x, y):
     return x * x / y
 
@@ -245,6 +255,27 @@ def test_a_raise_releases_what_the_reverse_would_have(mode, nrt_stats):
                                    (a, np.zeros_like(a), 99))
     assert primal[0] > 0, "Numba no longer leaks on a raise: expect 0 below"
     assert derivative == primal
+
+
+def test_a_raise_releases_the_shadows_of_loop_temporaries(nrt_stats):
+    """Reverse mode: the shadows of temporaries made in a loop (and the temporaries held for
+    their reverse) are listed as they are made and released at a raise, which skips their
+    reverse (issue 24, item 11c): the derivative leaks what the primal leaks (Numba releases
+    none of its temporaries on a raise), nothing of its own, and the C heap stays put."""
+    f = numba.njit(boundscheck=True)(loop_temporaries)
+    a = np.linspace(0.1, 1.0, 500)
+    check_reverse(loop_temporaries, (a, 7), jit_options={"boundscheck": True})
+    primal = _leaked_per_raise(f, nrt_stats, (a, 1), (a, 999))
+    df = derive_diff(f, None, ["dup", "const"])
+    good, bad = (a, np.zeros_like(a), 1), (a, np.zeros_like(a), 999)
+    derivative = _leaked_per_raise(df, nrt_stats, good, bad)
+    assert primal[0] > 0, "Numba no longer leaks on a raise: expect 0 below"
+    assert derivative == primal
+    heap = c_heap_bytes()
+    if heap is not None:            # the list of shadows is malloc'ed: not leaked either
+        before = heap()
+        _leaked_per_raise(df, nrt_stats, good, bad)
+        assert heap() - before < 64 << 10, "C heap grew over 10 raising calls"
 
 
 # --------------------------------------------------------------------------------- the tape

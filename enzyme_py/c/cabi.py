@@ -34,6 +34,7 @@ from ..ir_target import ir_target, named
 from ..sources import InspectionError
 from .program import (check_supported, define_runtime_allocator, primal_function,
                       use_runtime_allocator)
+from .startup import drop_startup_lists
 
 __all__ = ["CDerivative", "c_derivative", "result_types"]
 
@@ -51,13 +52,16 @@ class CDerivative:
 
 def c_derivative(ir_text: str, fn_name: str, activities, mode: str, symbol: str,
                  results: str = "auto", python_rules: bool = True,
-                 strong_zero: bool = False) -> CDerivative:
+                 strong_zero: bool = False, own_globals: bool = True) -> CDerivative:
     """Differentiate `fn_name` of `ir_text` (tagged IR of a C module) into `symbol` (C ABI).
     `python_rules`: the caller runs in this process, so rules registered from Python apply
-    (and error messages may suggest them). `strong_zero`: as `derive_diff`'s."""
+    (and error messages may suggest them). `strong_zero`: as `derive_diff`'s. `own_globals`:
+    the derivative's module keeps its own globals (not linked into the user's module, whose
+    static constructors set them)."""
     ir_text = named(ir_text)
     module = parse_module(ir_text)
     primal = primal_function(module, fn_name)
+    drop_startup_lists(module, primal, own_globals)
     acts = _activities(primal, activities, mode)
     use_runtime_allocator(module)
     ret = "dupnoneed" if mode == "forward" and primal.ftype.ret.is_float else None

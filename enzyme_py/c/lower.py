@@ -84,7 +84,7 @@ def _build(module: Module, site: CallSite, ir_text: str,
            symbol: str) -> tuple[str, FunctionType, str]:
     try:
         d = c_derivative(ir_text, site.fn.name or "", site.activities, site.mode, symbol,
-                         site.convention, python_rules=False)
+                         site.convention, python_rules=False, own_globals=False)
     except UnsupportedError:                # already names the C line it is about
         raise
     except EnzymePyError as exc:            # name the call the activities came from
@@ -201,7 +201,11 @@ def _link(user_text: str, derivative_texts: list[str], symbols: list[str]) -> st
         for gv in other.global_variables:
             if not gv.is_declaration and not gv.name.startswith(TAPE_PREFIX):   # tape's own
                 gv.linkage = llvm.Linkage.linkonce_odr
-        ref.link_in(other)
+        try:
+            ref.link_in(other)
+        except RuntimeError as exc:     # an internal error, but said as one, not a traceback
+            raise EnzymePyError(f"linking a derivative into the module failed: {exc}") \
+                from None
     for symbol in symbols:
         ref.get_function(symbol).linkage = llvm.Linkage.internal
     ref.verify()

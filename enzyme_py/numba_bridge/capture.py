@@ -68,6 +68,7 @@ from ir_passes.api import (TAPE_ALLOCATE, canonicalize_module, differentiable_ta
                            run_module_passes)
 from ir_passes.errors import UnsupportedError
 from ir_passes.known.calls import describe_symbol
+from ir_passes.known.model import known_call
 
 from .complex_power import define_complex_power
 from .custom_calls import opaque_symbols
@@ -507,13 +508,15 @@ def _link_libraries(libraries, primal: str, linked, primal_text, kept=frozenset(
 
 
 def _inline_callees(module: llvm.ModuleRef, primal: str, opaque: set[str]) -> None:
-    """Inline every callee into the primal, except functions with user rules (`opaque`)
-    and those marked noinline (in LLVM, or `@njit(inline="never")` written out). Functions
-    left over are made internal: noinline ones, recursive ones (the pass differentiates both
-    as functions of their own), and ones only referenced by address (exception-argument
-    unwrappers, container destructors)."""
+    """Inline every callee into the primal, except functions with user rules (`opaque`) or
+    with emitters of their own (a `KnownCall` record: np.linalg.det), and those marked
+    noinline (in LLVM, or `@njit(inline="never")` written out). Functions left over are made
+    internal: noinline ones, recursive ones (the pass differentiates both as functions of
+    their own), and ones only referenced by address (exception-argument unwrappers,
+    container destructors)."""
     never_inline = {fn.name for fn in module.functions
-                    if fn.name in opaque or any(b"noinline" in a for a in fn.attributes)
+                    if fn.name in opaque or _has_emitters(fn)
+                    or any(b"noinline" in a for a in fn.attributes)
                     or not fn.is_declaration and explicitly_noinline(fn.name)}
     for fn in module.functions:
         if not fn.is_declaration and fn.name != primal and fn.name not in never_inline:
@@ -526,6 +529,11 @@ def _inline_callees(module: llvm.ModuleRef, primal: str, opaque: set[str]) -> No
         if gv.linkage == llvm.Linkage.weak_odr:
             gv.linkage = "linkonce_odr"
     run_module_passes(module, ("global_dead_code_eliminate",))
+
+
+def _has_emitters(fn: llvm.ValueRef) -> bool:
+    record = None if fn.is_declaration else known_call(fn.name)
+    return record is not None and (record.forward is not None or record.reverse is not None)
 
 
 _MD_NODE = re.compile(r"^!(\d+) = (?:distinct )?!(\w+)\((.*)\)$", re.M)

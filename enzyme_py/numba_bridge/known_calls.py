@@ -11,7 +11,8 @@ which gives C's heap memory the same raw-buffer shadows.
   pointer (its declaration gets the same effects for LLVM: `runtime.py`).
 * `numba_xxdot`, the BLAS dot product (`blas.py`), and the matrix products `numba_xxgemv`,
   `numba_xxgemm` (`blas_level2_3.py`) and the norm `numba_xxnrm2` (`blas_norm.py`),
-  differentiable; so are the LAPACK helpers of solve, inv, det and slogdet (`lapack_lu.py`)
+  differentiable; so are the LAPACK helpers of solve, inv, det and slogdet (`lapack_lu.py`;
+  np.linalg.det itself is one call, differentiated where it is singular too: `linalg_det.py`)
   cholesky (`lapack_cholesky.py`), eigh and eigvalsh (`lapack_eigh.py`), svd, pinv, norm 2
   and cond (`lapack_svd.py`, `lapack_svd_prepare.py`), qr (`lapack_qr.py`) and lstsq
   (`lapack_lstsq.py`); the other LAPACK helpers, typed containers (`Dict`, and the
@@ -39,6 +40,7 @@ from .lapack_lstsq import LSTSQ_RECORD
 from .lapack_lstsq import prepare as prepare_lstsq
 from .lapack_lu import GESV_RECORD, GETRF_RECORD, GETRI_RECORD
 from .lapack_qr import QR_RECORD
+from .linalg_det import DET_RECORD
 from .lapack_qr import prepare as prepare_qr
 from .lapack_svd import SVD_RECORD
 from .typed_list import rewrite_typed_list
@@ -117,7 +119,7 @@ register(
     KnownCall("NRT_MemInfo_varsize_realloc", fresh=True, pointer_neutral=True, writes=(),
               role=Role.VARSIZE_REALLOC),
     DOT_RECORD, GEMV_RECORD, GEMM_RECORD, NRM2_RECORD, GESV_RECORD, GETRF_RECORD, GETRI_RECORD,
-    POTRF_RECORD, EVD_RECORD, SVD_RECORD, QR_RECORD, LSTSQ_RECORD, COPY_RECORD,
+    POTRF_RECORD, EVD_RECORD, SVD_RECORD, QR_RECORD, LSTSQ_RECORD, COPY_RECORD, DET_RECORD,
     KnownCall("numba_ez_gelsd", prepare=prepare_lstsq, problem=CallProblem(
         "least squares (LAPACK numba_ez_gelsd: np.linalg.lstsq) of a complex matrix",
         _LSTSQ_HINT)),

@@ -15,6 +15,7 @@ code by `origins`) leaves alone; any other later write is refused.
 from __future__ import annotations
 
 from ir_passes.ir.values import ConstFloat, ConstInt, Instruction
+from ir_passes.known.memory import pointer_base
 from ir_passes.known.model import (CallContext, Flow, ForwardCalls, KnownCall, ReadInReverse,
                                    ReverseCalls)
 
@@ -28,10 +29,11 @@ _UPPER = (0, 1, 1)          # mask factors selecting the upper triangle (with th
 
 
 def _zeroing(call_: Instruction, write: Instruction) -> bool:
-    """Numba's zeroing of the other triangle: a store of 0.0 by the function that made the
-    call (Numba's implementation of np.linalg.cholesky)."""
+    """Numba's zeroing of the other triangle: a store of 0.0 into the factored array by the
+    function that made the call (Numba's implementation of np.linalg.cholesky)."""
     return write.opcode == "store" and isinstance(write.operands[0], ConstFloat) \
-        and write.operands[0].value == 0.0 and same_origin(call_, write)
+        and write.operands[0].value == 0.0 and same_origin(call_, write) \
+        and pointer_base(write.operands[1]) is pointer_base(call_.operands[_A])
 
 
 def _check(ctx: CallContext, inst: Instruction) -> None:

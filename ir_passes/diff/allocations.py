@@ -18,7 +18,7 @@ from ..ir.types import ArrayType, StructType, Type, VectorType
 from ..ir.values import Constant, Function, GlobalRef, Instruction, Value
 from ..known.calls import demangle_numba
 from ..known.memory import is_tape_memory, pointer_base
-from ..known.model import Role, role_of
+from ..known.model import Role, call_record, role_of
 from .held_pointers import is_list_item_store
 
 _NOT_ESCAPING = (Role.HANDLE_DATA, Role.INCREF, Role.DECREF, Role.VARSIZE_REALLOC)
@@ -128,15 +128,17 @@ def _merges(inst: Instruction, meminfos: set[Value]) -> bool:
 def _refuse_escapes(fn: Function, allocs: set[Instruction], diag: Diagnostics,
                     retptr: Value | None, info: ActivityInfo) -> None:
     """The meminfo of a shadowed allocation may only be compared, asked for its data, reference
-    counted, merged by phis/selects whose results are used the same way, returned through a
-    shadowed return slot, parked in a stack slot nothing reads back, put in a list of arrays
-    (whose shadow holds its shadow: `held_pointers.py`), or kept on the tape of a
-    derivative being differentiated with its shadow (`taped_pointers.py`). Anything else (stored,
-    passed to a call) lets the array outlive what the pass tracks."""
+    counted, handed to a known call that keeps no pointer, merged by phis/selects whose
+    results are used the same way, returned through a shadowed return slot, parked in a stack
+    slot nothing reads back, put in a list of arrays (whose shadow holds its shadow:
+    `held_pointers.py`), or kept on the tape of a derivative being differentiated with its
+    shadow (`taped_pointers.py`). Anything else (stored, passed to a call) lets the array
+    outlive what the pass tracks."""
     merges = meminfo_merges(fn, allocs)
     meminfos = set(allocs) | set(merges)
     for inst in fn.instructions():
-        if inst in merges or inst.opcode == "icmp" or role_of(inst) in _NOT_ESCAPING:
+        if inst in merges or inst.opcode == "icmp" or role_of(inst) in _NOT_ESCAPING \
+                or _reads_only(inst):
             continue
         if inst.opcode == "store" and (_returned(inst, retptr, info) or never_reloaded(fn, inst)
                                        or is_tape_memory(inst.operands[1])):
@@ -145,6 +147,13 @@ def _refuse_escapes(fn: Function, allocs: set[Instruction], diag: Diagnostics,
         if escaping is not None and not _listed_array(fn, inst, _origin(escaping, allocs)):
             origin = _origin(escaping, allocs)
             raise diag.unsupported(*_escape_message(fn, inst, retptr, origin), located=origin)
+
+
+def _reads_only(inst: Instruction) -> bool:
+    """A call the pass differentiates by its record, which keeps none of its pointers (e.g.
+    np.linalg.det's, handed the whole array: what its reverse reads is held for it)."""
+    record = call_record(inst)
+    return record is not None and record.pointer_neutral and record.reverse is not None
 
 
 def _listed_array(fn: Function, inst: Instruction, origin: Instruction | None) -> bool:

@@ -373,18 +373,19 @@ class _Forward:
         return s
 
     def _shadow_alloca(self, inst: Instruction) -> Value:
-        """A zeroed stack slot like the primal's (k of them in vector mode)."""
+        """A zeroed stack slot like the primal's, with its alignment (the primal's accesses
+        claim it: an aligned vector store to a less aligned slot faults); k of them in
+        vector mode."""
         if inst.operands:
             raise self.diag.unsupported("dynamically sized alloca holding active values", inst)
-        lanes = ArrayType(self.width, inst.source_type)  # type: ignore[arg-type]
-        shadow = self.entry_alloca(lanes, zero(lanes), (inst.name or "") + "'")
+        t, name = inst.source_type, (inst.name or "") + "'"
+        lanes = [self.entry_alloca(t, zero(t), name, inst.align)  # type: ignore[arg-type]
+                 for _ in range(self.width)]
         if self.width == 1:
-            return shadow
+            return lanes[0]
         with self.b.at_end(self.fn.entry) as b:
             term = self.fn.entry.instructions.pop()
-            ptrs = [b.gep(lanes, shadow, [const_int(I64, 0), const_int(I64, j)])
-                    for j in range(self.width)]
-            vec = vector_of(self.b, ptrs)
+            vec = vector_of(b, lanes)
             self.fn.entry.append(term)
         return vec
 
@@ -485,11 +486,12 @@ class _Forward:
     def shadow(self, ptr: Value, lane: int) -> Value:
         return lane_of(self.b, self.shadows[ptr], lane, self.width)
 
-    def entry_alloca(self, t: Type, init: Value | None = None, name: str | None = None) -> Value:
+    def entry_alloca(self, t: Type, init: Value | None = None, name: str | None = None,
+                     align: int | None = None) -> Value:
         """A stack slot made in the entry block (before its terminator), optionally set."""
         with self.b.at_end(self.fn.entry) as b:
             term = self.fn.entry.instructions.pop()
-            slot = b.alloca(t, name)
+            slot = b.alloca(t, name, align=align)
             if init is not None:
                 b.store(init, slot)
             self.fn.entry.append(term)

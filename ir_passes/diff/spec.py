@@ -83,11 +83,13 @@ class ReturnLeaf:
 @dataclass(frozen=True, slots=True)
 class SplitSpec:
     """Split mode: names of the forward and reverse halves, and the id their state carries
-    (the front end checks a state is used with the derivative that made it). `raw_state`:
-    the state is a raw buffer (no owner, no destructor) that the caller frees after the
-    reverse half ran (the halves of a callee that is not inlined, see callees.py);
-    `reused_state` (with it): the buffer is taken from a slot the caller parks it in after
-    the reverse half (a recomputed callee's, whose halves run once per iteration).
+    (the front end checks a state is used with the derivative that made it). `callee`: the
+    halves of a callee that is not inlined (see callees.py), internal to their caller, which
+    drops the state after the reverse half ran (its destructor releases what the reverse
+    would have, when the caller leaves without it: a raise). `raw_state`: the state is a raw
+    buffer (no owner, no destructor), with `reused_state`: taken from a slot the caller parks
+    it in after the reverse half (a recomputed callee's, whose halves run once per iteration
+    of its caller's reverse).
     `unchanged`: the parameters (positions in `params`) whose memory the caller promises not
     to change between the halves, which the reverse half reads again; what it reads from other
     argument memory is kept (`split_inputs.py`). None: no argument memory changes (a callee's
@@ -98,6 +100,7 @@ class SplitSpec:
     raw_state: bool = False
     reused_state: bool = False
     unchanged: frozenset[int] | None = frozenset()
+    callee: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -122,9 +122,11 @@ class Builder:
         return self.insert(Instruction("getelementptr", ptr.type, [ptr, *indices], name,
                                        source_type=source, flags=flags))
 
-    def alloca(self, ty: Type, name: str | None = None, count: Value | None = None) -> Instruction:
-        return self.insert(Instruction("alloca", PTR, [count] if count else [], name,
-                                       source_type=ty))
+    def alloca(self, ty: Type, name: str | None = None, count: Value | None = None,
+               align: int | None = None) -> Instruction:
+        inst = Instruction("alloca", PTR, [count] if count else [], name, source_type=ty)
+        inst.align = align
+        return self.insert(inst)
 
     # ---- aggregates
     def extractvalue(self, agg: Value, indices: tuple[int, ...],

@@ -109,14 +109,16 @@ class AugmentedForward:
     def _held_allocation(self, inst: Instruction, owner: Instruction) -> None:
         """A temporary not kept between calls (the function returns memory, or it is made in
         a loop: `state.py`): a held reference keeps it until its reverse, which reloads what
-        it reads (`ReversePlan.reloadable`). A raise drops it (`unreversed.py`), except for
-        one made in a loop (as its shadow: both leak then)."""
+        it reads (`ReversePlan.reloadable`). A raise drops it (`unreversed.py`): from an entry
+        slot, or from the owned list for one made in a loop (as its shadow)."""
         st, b = self.st, self.st.b
         held_reference(b, st.module, owner, Role.INCREF)
         if st.plan.executes_once(inst.block):   # type: ignore[arg-type]
             slot = st.zeroed_alloca(PTR, "held.taken", NULL)
             b.store(owner, slot)
             st.kept_owners.append(slot)
+        elif st.owned is not None:              # made in a loop: listed, as its shadow
+            st.owned_pushes.setdefault(inst.block, []).append(owner)  # type: ignore[arg-type]
 
     def _phi(self, inst: Instruction) -> None:
         st, b = self.st, self.st.b
@@ -158,7 +160,8 @@ class AugmentedForward:
             if inst.operands:
                 raise st.diag.unsupported("dynamic alloca holding active values", inst)
             name = (inst.name or "") + "'"
-            return st.zeroed_alloca(inst.source_type, name)  # type: ignore[arg-type]
+            return st.zeroed_alloca(inst.source_type, name,  # type: ignore[arg-type]
+                                    align=inst.align)          # the primal's accesses claim it
         raise unknown_shadow_pointer(st.diag, inst)
 
     def _shadow_of(self, ptr: Value, user: Instruction) -> Value:

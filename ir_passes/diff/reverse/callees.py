@@ -4,17 +4,19 @@ The callee's derivative is split (`split.py`) into an augmented forward `F` and 
 `R`, made once per activities (so a recursive callee's halves call themselves):
 - the caller's forward pass calls `F` (the call's arguments and the shadows of its shadowed
   pointer arguments) instead of the primal: `F` stores the result into the caller's return
-  slot for the call and hands back its state (a raw buffer holding its tape pointers and
+  slot for the call and hands back its state (an owned buffer holding its tape pointers and
   what else its reverse needs), which the caller keeps like any value its reverse needs
-  (taped in a loop or a recursion);
+  (taped in a loop or a recursion) and lists as owned (`unreversed.py`);
 - the call's reverse calls `R` with the arguments, shadows, the adjoint of the result (read
   from the shadow of the return slot, then zeroed) and the state; `R` adds into the
   shadows, returns the gradients of the active float arguments and frees the tape; the
-  caller then frees the state. (A caller that raises after the call never runs the reverse:
-  the state and the tape stay allocated.) The call of a callee whose reverse recomputes it
-  (`RECOMPUTED`) runs `F` in its reverse, just before `R`: `F` takes the state buffer from
-  the callee's slot and the caller parks it there again after `R` (`parked_shadows`), so
-  the iterations of a checkpointed loop, and later calls, reuse one buffer.
+  caller, which marked the state used, then drops it. A caller that raises after the call
+  never runs the reverse: it drops the listed states, whose destructor frees the tape and
+  what else the callee's reverse would have released. The call of a callee whose reverse
+  recomputes it (`RECOMPUTED`) runs `F` in its reverse, just before `R`: `F` takes the state
+  buffer (raw) from the callee's slot and the caller parks it there again after `R`
+  (`parked_shadows`), so the iterations of a checkpointed loop, and later calls, reuse one
+  buffer.
 `R` may recompute values from memory its callee only reads, so that memory must not change
 between the call and its reverse, and memory the callee writes must not be handed to it
 twice (checked at the call). Memory the caller of a split derivative may change between its
@@ -28,7 +30,7 @@ from typing import Callable
 
 from ...analysis.activity import ActivityInfo
 from ...ir.builder import declare
-from ...ir.types import I32, I64, PTR, VOID, StructType
+from ...ir.types import I8, I32, I64, PTR, VOID, StructType
 from ...ir.values import (Argument, Constant, Function, GlobalRef, Instruction, Value,
                           const_int, zero)
 from ...known.array_layout import DATA, MEMINFO, NITEMS
@@ -43,7 +45,7 @@ from .checks import refuse_moving_read
 from .kept import local_owner, written_after
 from .parked_shadows import park_shadow, state_slot
 from .split import STATE_ARRAY
-from .state import ReverseState
+from .state import ReverseState, owned_states
 
 _HINT = "not supported yet: pass the callee memory the caller does not change afterwards"
 _ARRAY_HINT = ("allocate the array once per call (outside loops) in a function that returns "
@@ -101,6 +103,7 @@ class _Halves:
     spec: DiffSpec                  # the callee's derivative (its `split` names F and R)
     state: Instruction | None       # a synthetic primal value: this call's state buffer
     #                                 (None: recomputed, made in the call's reverse)
+    owner: Instruction | None = None    # another: the state's owner (meminfo)
 
 
 def _halves_spec(st: ReverseState, inst: Instruction, callee: Function) -> DiffSpec:
@@ -113,11 +116,13 @@ def _halves_spec(st: ReverseState, inst: Instruction, callee: Function) -> DiffS
     leaves = (ReturnLeaf((), spec.ret_slot),) if spec.ret is Activity.ACTIVE else None
     spec = dataclasses.replace(spec, ret_type=StructType(grads), ret_leaves=leaves)
 
+    raw = RECOMPUTED in callee.fn_attrs or not owned_states(st.module)
+
     def make(named: DiffSpec):
         halves = dataclasses.replace(named, split=SplitSpec(
             f"augmented_{callee.name}.{named.name.rsplit('.', 1)[1]}", named.name,
-            next(_idents), raw_state=True, reused_state=RECOMPUTED in callee.fn_attrs,
-            unchanged=named.split.unchanged))  # type: ignore[union-attr]
+            next(_idents), raw_state=raw, reused_state=RECOMPUTED in callee.fn_attrs,
+            callee=True, unchanged=named.split.unchanged))  # type: ignore[union-attr]
 
         def run() -> None:
             assert st.synthesize is not None
@@ -153,8 +158,14 @@ def augment_call(st: ReverseState, inst: Instruction, callee: Function) -> None:
                                              lambda op: st.map(op), lambda op: st.fshadow[op])
     if value is not None:
         st.b.store(value, st.map(slot))
-    st.call_halves[inst] = _Halves(spec, _synthetic(st, inst,
-                                                    st.b.extractvalue(state, (DATA,))))
+    data = _synthetic(st, inst, st.b.extractvalue(state, (DATA,)))
+    if spec.split.raw_state:        # type: ignore[union-attr]
+        st.call_halves[inst] = _Halves(spec, data)
+        return
+    owner = st.b.extractvalue(state, (MEMINFO,))
+    if st.owned is not None:        # dropped (its destructor frees the tape) on a raise
+        st.owned_pushes.setdefault(inst.block, []).append(owner)  # type: ignore[arg-type]
+    st.call_halves[inst] = _Halves(spec, data, _synthetic(st, inst, owner, "owner"))
 
 
 def _augmented(st: ReverseState, spec: DiffSpec, inst: Instruction, excinfo: Value,
@@ -177,10 +188,11 @@ def _augmented(st: ReverseState, spec: DiffSpec, inst: Instruction, excinfo: Val
     return call, b.extractvalue(result, (0,)) if value_type else None, state
 
 
-def _synthetic(st: ReverseState, inst: Instruction, fwd: Value) -> Instruction:
+def _synthetic(st: ReverseState, inst: Instruction, fwd: Value,
+               what: str = "state") -> Instruction:
     """A primal value standing for `fwd` (made by the forward pass at `inst`), so the reverse
     obtains it as it obtains any primal value (taped where needed)."""
-    v = Instruction("call", PTR, [], f"{inst.name or 'call'}.state")
+    v = Instruction("call", PTR, [], f"{inst.name or 'call'}.{what}")
     v.block = inst.block
     st.vmap[v] = fwd
     return v
@@ -211,6 +223,8 @@ def emit_reverse_call(st: ReverseState, avail: Availability, ctx: BlockContext,
         state = b.extractvalue(array, (DATA,))
     else:
         state = avail.value(ctx, halves.state)
+        if halves.owner is not None:    # used: its destructor releases nothing
+            b.store(const_int(I8, 1), state)
     null, one, zero64 = Constant(PTR, "null"), const_int(I64, 1), const_int(I64, 0)
     args += [null, null, zero64, one, state, zero64, one]
     status = b.call(GlobalRef(spec.split.reverse), args, I32)   # type: ignore[union-attr]
@@ -218,6 +232,9 @@ def emit_reverse_call(st: ReverseState, avail: Availability, ctx: BlockContext,
     if halves.state is None:          # its buffer parked for the next iteration's
         park_shadow(b, st.module, state_slot(st.module, spec.split.forward),  # type: ignore
                     b.extractvalue(array, (MEMINFO,)), b.extractvalue(array, (NITEMS,)))
+    elif halves.owner is not None:
+        b.call(declare(st.module, runtime_call(Role.DECREF).name, VOID, [PTR]),
+               [avail.value(ctx, halves.owner)], VOID)
     else:
         b.call(declare(st.module, runtime_call(Role.RAW_FREE).name, VOID, [PTR]), [state],
                VOID)

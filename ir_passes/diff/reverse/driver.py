@@ -85,7 +85,7 @@ def synthesize_reverse(module: Module, spec: DiffSpec,
                                          split.ident)
         module.add_function(forward)
         module.add_function(reverse)
-        if not split.raw_state:      # a front end's halves (a callee's are internal)
+        if not split.callee:         # a front end's halves (a callee's are internal)
             emit_release_all(module, release_symbol(forward.name))   # R's names its destructor
         return reverse
     module.add_function(st.fn)

@@ -14,6 +14,7 @@ from ...ir.builder import Builder
 from ...ir.types import I32, I64, PTR, Type
 from ...ir.values import Block, Function, GlobalRef, Instruction, Module, Value, const_int, zero
 from ...known.array_layout import DATA
+from ...known.model import Role, known_call, role_of
 from ..allocations import growable_allocations, returns_memory, shadowed_allocations
 from ..callees import hidden_shadows, not_inlined_callees
 from ..common import refuse_known_problem_calls
@@ -34,6 +35,17 @@ from .last_update import find_last_updates
 from .recurrences import find_recurrences
 from .tables import Tables
 from .tape import Tape
+
+
+_OWNER_ROLES = (Role.HANDLE_ALLOC, Role.HANDLE_DTOR, Role.HANDLE_DATA, Role.INCREF, Role.DECREF)
+
+
+def owned_states(module: Module) -> bool:
+    """Whether callees' states can be owned (with a destructor): the module already uses
+    the front end's reference-counted owners (Numba's NRT; not the C front end's, whose
+    raw buffers are malloc's). Raw states leak with their tapes on a raise."""
+    return any((r := known_call(name)) is not None and r.role in _OWNER_ROLES
+               for name in module.functions)
 
 
 class ReverseState:
@@ -99,9 +111,10 @@ class ReverseState:
         self.last_updates = find_last_updates(self.plan, self.primal)   # running max/min
         self.entry = self.fn.add_block("entry")
         self.tape = Tape(module, self.fn, self.entry, parked=spec.split is None)
-        # split mode: the shadow arrays allocated so far, for a state that dies unreversed
+        # the shadow arrays (and held arrays) allocated so far, for an exit that skips the
+        # reverse: split mode's state dying unreversed, or a raise after loop allocations
         self.owned = (Tape(module, self.fn, self.entry, "owned", parked=False)
-                      if spec.split else None)
+                      if spec.split or self._leaves_owners() else None)
         self.owned_pushes: dict[Block, list[Value]] = {}
         # owners of temporaries kept or held, taken so far (entry slots), and the exits that
         # skip the reverse (the first release call of each): what they drop (`unreversed.py`)
@@ -167,12 +180,22 @@ class ReverseState:
         reverse would have released is dropped there too, once known (`unreversed.py`)."""
         self.unreversed_exits.append(self.release_tapes(b))
 
-    def alloca(self, t: Type, name: str) -> Instruction:
-        """An alloca in the entry block (kept before the entry's eventual terminator)."""
-        return Builder(self.entry).alloca(t, name)
+    def _leaves_owners(self) -> bool:
+        """Whether the primal allocates arrays in loops or calls callees that are not
+        inlined (their states): what a raise skips the release of cannot sit in entry slots
+        (`unreversed.py`)."""
+        states = owned_states(self.module)
+        return any(role_of(i) is Role.HANDLE_ALLOC and not self.plan.executes_once(i.block)
+                   or states and i.opcode == "call" and i.callee_name in self.callees
+                   for i in self.primal.instructions())   # type: ignore[arg-type]
 
-    def zeroed_alloca(self, t: Type, name: str, value: Value | None = None) -> Instruction:
-        slot = self.alloca(t, name)
+    def alloca(self, t: Type, name: str, align: int | None = None) -> Instruction:
+        """An alloca in the entry block (kept before the entry's eventual terminator)."""
+        return Builder(self.entry).alloca(t, name, align=align)
+
+    def zeroed_alloca(self, t: Type, name: str, value: Value | None = None,
+                      align: int | None = None) -> Instruction:
+        slot = self.alloca(t, name, align)
         Builder(self.entry).store(value if value is not None else zero(t), slot)
         return slot
 

@@ -10,11 +10,14 @@ do not leak on every raise (the next call allocates what a slot then lacks):
 - outside split mode, the temporaries kept between calls and their shadows, and the
   temporaries run once per call held for reloads (`ReversePlan.live_arrays`), each taken
   so far in an entry stack slot (null until taken);
-- in split mode, everything on the owned list (a tape of owners, `state.owned`), which the
-  state's destructor drops too.
-Not yet: outside split mode, the shadows of temporaries allocated in loops (and references
-held for calls reading them) leak on a raise, as the primal leaks its own temporaries then
-(Numba releases no array on an exception).
+- everything on the owned list (a tape of owners, `state.owned`): in split mode, which the
+  state's destructor drops too, and outside it when the primal allocates in loops or calls
+  callees that are not inlined (the shadows of temporaries made in loops, those held for
+  reloads, references held for calls reading them, the callees' states, whose destructor
+  frees their tapes).
+Not yet: in forward mode, the shadow of a temporary the primal leaks on a raise (Numba
+releases no array on an exception) leaks with it; so does a reference the primal's IR takes
+around a call that is not inlined (Numba's refprune keeps it when the callee may raise).
 """
 from __future__ import annotations
 
