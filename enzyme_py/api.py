@@ -104,10 +104,11 @@ def derive_diff(f, name: str | None, activities, mode: str = "reverse", *,
     never leak the derivative of the operand they did not pick, with or without it; at a tie
     the first operand of min/max gets the derivative, and `abs`'s derivative at 0 is +1.
 
-    mode="split": `fwd, rev` (API.md "Split mode"). `rev` returns the derivative at the
-      values `fwd` saw: what it reads from argument arrays is kept in the tape (arrays the
-      function only reads are copied whole), unless `unchanged=("x", ...)` names arrays the
-      caller does not change between the halves, which `rev` reads again. `rev` raises
+    mode="split": `fwd, rev`: `fwd` returns `(value, tape)`, `rev` takes the arguments, `d_ret`
+      and the tape, and returns the derivative at the values `fwd` saw: what it reads from
+      argument arrays is kept in the tape (arrays the function only reads are copied whole),
+      unless `unchanged=("x", ...)` names arrays the caller does not change between the
+      halves, which `rev` reads again. `rev` raises
       `ArgumentError` when an array's shape (or a strided view's strides) or a scalar
       argument differs from `fwd`'s.
 

@@ -137,6 +137,6 @@ def nested(x):
 def test_a_list_of_lists_of_active_floats_stays_refused(mode):
     """The data of a list read back from a list is not followed: refused, not zero."""
     df = derive_diff(nested, None, ("dup",), mode=mode)
-    with pytest.raises(UnsupportedError, match=r"^cannot differentiate: an array holding active "
-                       r"values escapes the function: it is stored into memory "):
+    with pytest.raises(UnsupportedError, match=r"^cannot differentiate: a list holding active "
+                       r"values is stored into another list "):
         df(np.linspace(0.1, 0.9, 4), np.ones(4))

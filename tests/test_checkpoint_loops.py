@@ -394,9 +394,14 @@ def test_second_order(inner, outer):
             by_rev[i, :] = dx.ravel()
     named = [str(w.message) for w in record if w.category is CheckpointWarning]
     assert len(named) == outer and all(".gradient_dot (array" in m for m in named), named
-    assert (inner and outer) == any("its checkpointed reverse cannot be synthesized (call to "
-                                    "@" in m and "handed memory holding the address of an "
-                                    "active array)" in m for m in named), named
+    # the inner reverse's callee state (an owned buffer since callee states are released at a
+    # raise) is a pointer live after the loop: the body may not be outlined, before the
+    # synthesis would refuse it for the active arrays it is handed
+    refused = any("its checkpointed reverse cannot be synthesized (call to @" in m
+                  and "handed memory holding the address of an active array)" in m for m in named)
+    kept = any("its body cannot be outlined: %" in m
+               and "is needed after the body and is not a float" in m for m in named)
+    assert (refused or kept) if inner and outer else not refused, named
     scale = np.max(np.abs(fd))
     np.testing.assert_allclose(by_fwd, fd, rtol=1e-5, atol=1e-6 * scale)
     np.testing.assert_allclose(by_rev, fd, rtol=1e-5, atol=1e-6 * scale)

@@ -55,16 +55,16 @@ _LINALG_FIX = (r"not differentiable yet \(np\.linalg\.solve, inv, det, slogdet, 
                r"eigvalsh, svd, pinv, qr and lstsq are\): write the algorithm with loops over "
                r"NumPy arrays, or pass its result as a 'const' argument when it does not depend "
                r"on differentiated inputs")
-_ESCAPE_FIX = (r"not supported yet: compute the result with explicit loops into an output "
-               r"array argument marked 'dup', or into a temporary from np\.empty")
 
 # case -> (primal, what (regex), instruction (regex), fix (regex))
 CASES = {
     "eigvals": (eigenvalues, r"eigendecomposition \(LAPACK numba_ez_rgeev: np\.linalg\.eig or "
                 r"eigvals\)", r".*call i32 @numba_ez_rgeev\(.*", _LINALG_FIX),
-    "stored": (in_a_list, r"an array holding active values escapes the function: it is stored "
-               r"into memory \(a tuple, a list, or an array-building helper such as np\.select "
-               r"or np\.linalg\.\*\)", r"store ptr .*", _ESCAPE_FIX),
+    "stored": (in_a_list, r"a list holding active values is stored into another list \(a list "
+               r"of lists, as np\.array\(\[\[a, b\], \[c, d\]\]\) builds from active "
+               r"scalars\)", r"store ptr .*",
+               r"not supported yet: fill an array from np\.empty instead \(M = "
+               r"np\.empty\(\(2, 2\)\); M\[0, 0\] = a; M\[0, 1\] = b; \.\.\.\)"),
     "dict": (with_dict, r"Python dict operation \('numba_dict_insert'\) on active values",
              r".*call i32 @numba_dict_insert\(.*",
              r"Python containers are not differentiable: keep active values in NumPy arrays "

@@ -14,7 +14,7 @@ from ...ir.builder import Builder
 from ...ir.types import I32, I64, PTR, Type
 from ...ir.values import Block, Function, GlobalRef, Instruction, Module, Value, const_int, zero
 from ...known.array_layout import DATA
-from ...known.model import Role, known_call, role_of
+from ...known.model import Role, known_call
 from ..allocations import growable_allocations, returns_memory, shadowed_allocations
 from ..callees import hidden_shadows, not_inlined_callees
 from ..common import refuse_known_problem_calls
@@ -181,13 +181,14 @@ class ReverseState:
         self.unreversed_exits.append(self.release_tapes(b))
 
     def _leaves_owners(self) -> bool:
-        """Whether the primal allocates arrays in loops or calls callees that are not
-        inlined (their states): what a raise skips the release of cannot sit in entry slots
-        (`unreversed.py`)."""
-        states = owned_states(self.module)
-        return any(role_of(i) is Role.HANDLE_ALLOC and not self.plan.executes_once(i.block)
-                   or states and i.opcode == "call" and i.callee_name in self.callees
-                   for i in self.primal.instructions())   # type: ignore[arg-type]
+        """Whether the primal calls callees that are not inlined (their states): what a raise
+        skips the release of cannot sit in entry slots (`unreversed.py`). Arrays allocated in
+        loops are not listed: the owned list of a reverse derivative that is differentiated
+        again is refused there (its stores of owners into the list escape), so a raise still
+        leaks their shadows."""
+        return owned_states(self.module) and any(
+            i.opcode == "call" and i.callee_name in self.callees
+            for i in self.primal.instructions())
 
     def alloca(self, t: Type, name: str, align: int | None = None) -> Instruction:
         """An alloca in the entry block (kept before the entry's eventual terminator)."""
