@@ -14,7 +14,7 @@ from ..analysis.activity import ActivityInfo
 from ..analysis.array_lists import holds_pointers
 from ..analysis.pointer_stores import never_reloaded
 from ..diagnostics import Diagnostics
-from ..ir.types import ArrayType, StructType, Type, VectorType
+from ..ir.types import holds_pointer
 from ..ir.values import Constant, Function, GlobalRef, Instruction, Value
 from ..known.calls import demangle_numba
 from ..known.memory import is_tape_memory, pointer_base
@@ -92,16 +92,8 @@ def returns_memory(fn: Function, retptr: Value | None) -> bool:
     allocates may then outlive the call. A constant (None's null) is no memory."""
     return retptr is not None and any(
         inst.opcode == "store" and pointer_base(inst.operands[1]) is retptr
-        and _holds_pointer(inst.operands[0].type) and not isinstance(inst.operands[0], Constant)
+        and holds_pointer(inst.operands[0].type) and not isinstance(inst.operands[0], Constant)
         for inst in fn.instructions())
-
-
-def _holds_pointer(t: Type) -> bool:
-    if isinstance(t, StructType):
-        return any(_holds_pointer(e) for e in t.elements)
-    if isinstance(t, (ArrayType, VectorType)):
-        return _holds_pointer(t.element)
-    return t.is_pointer
 
 
 def meminfo_merges(fn: Function, allocs: set[Instruction] | set[Value]) -> list[Instruction]:

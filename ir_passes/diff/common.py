@@ -2,11 +2,14 @@
 memory behind a pointer in diagnostics."""
 from __future__ import annotations
 
+from typing import Callable
+
 from ..analysis.activity import ActivityInfo, carries_float
 from ..diagnostics import Diagnostics
 from ..errors import UnsupportedError
 from ..ir.builder import Builder
-from ..ir.values import Argument, ConstFloat, Constant, Function, Instruction, Value, zero
+from ..ir.values import (NULL, Argument, ConstFloat, Constant, Function, Instruction, Value,
+                         zero)
 from ..known.calls import known_problem
 from ..known.memory import pointer_base
 from ..known.model import is_local_allocation
@@ -148,6 +151,17 @@ def is_poison(v: Value) -> bool:
 def addresses_nothing(ptr: Value) -> bool:
     """A null, undef or poison pointer: it addresses no memory, so its shadow is null."""
     return isinstance(ptr, Constant) and ptr.text in ("null", "undef", "poison")
+
+
+def stored_pointer_shadow(store: Instruction,
+                          shadow: Callable[[Value], Value | None]) -> Value | None:
+    """What a shadow holds where `store` puts a pointer: the pointer's shadow, null for a
+    pointer that addresses nothing; None for a pointer without a shadow (the caller refuses)."""
+    v = store.operands[0]
+    s = shadow(v)
+    if s is not None:
+        return s
+    return NULL if addresses_nothing(v) else None
 
 
 def mixed_memory_error(diag: Diagnostics, spec: DiffSpec, ptr: Value,

@@ -26,11 +26,11 @@ from ..analysis.layout import FLOAT, PTR as PTR_KIND, UNKNOWN
 from ..analysis.pointer_stores import is_pointer_like
 from ..diagnostics import Diagnostics
 from ..ir.builder import Builder
-from ..ir.types import PTR, ArrayType, StructType, Type, VectorType, size_of
+from ..ir.types import PTR, holds_pointer, size_of
 from ..ir.values import NULL, ConstInt, Constant, Function, Instruction, Value
 from ..analysis.array_lists import holds_pointers, in_list_storage, unshadowed_item
 from ..known.memory import is_tape_memory, memory_intrinsic_kind, pointer_bases
-from .common import addresses_nothing
+from .common import stored_pointer_shadow
 from .lanes import gather
 
 ShadowLookup = Callable[[Value], "Value | None"]
@@ -90,19 +90,11 @@ def check_aggregate_load(diag: Diagnostics, info: ActivityInfo, load: Instructio
     """Refuse a struct, array or vector holding pointers loaded from shadowed memory (not a
     list's storage or a tape): the shadows of the pointers in it are not followed."""
     if load.opcode == "load" and load.operands[0] in info.shadowed \
-            and not is_pointer_like(load.type) and _holds_pointer(load.type) \
+            and not is_pointer_like(load.type) and holds_pointer(load.type) \
             and not in_list_storage(load.operands[0]) and not is_tape_memory(load.operands[0]):
         raise diag.unsupported(
             f"a {load.type} holding pointers loaded from shadowed memory as one value", load,
             "not supported yet: read the struct's fields one by one")
-
-
-def _holds_pointer(t: Type) -> bool:
-    if isinstance(t, StructType):
-        return any(_holds_pointer(e) for e in t.elements)
-    if isinstance(t, (ArrayType, VectorType)):
-        return _holds_pointer(t.element)
-    return t.is_pointer
 
 
 def held_load_shadow(b: Builder, diag: Diagnostics, info: ActivityInfo, load: Instruction,
@@ -135,12 +127,9 @@ def _check_held_load(diag: Diagnostics, info: ActivityInfo, load: Instruction) -
 def held_shadow(diag: Diagnostics, store: Instruction, shadow: ShadowLookup) -> Value:
     """What the shadow memory holds where `store` puts a pointer: its shadow, null for a
     null pointer; refused for a pointer without one."""
-    v = store.operands[0]
-    s = shadow(v)
+    s = stored_pointer_shadow(store, shadow)
     if s is not None:
         return s
-    if addresses_nothing(v):
-        return NULL
     raise diag.unsupported(
         "pointer without a derivative (into const memory, or memory holding no active "
         "values) stored into memory that has one: a pointer loaded back from there would "

@@ -20,9 +20,9 @@ from typing import Callable
 from ..analysis.activity import ActivityInfo
 from ..diagnostics import Diagnostics
 from ..ir.types import PTR
-from ..ir.values import NULL, Function, Instruction, Value
+from ..ir.values import Function, Instruction, Value
 from ..known.memory import is_tape_memory, memory_intrinsic_kind
-from .common import addresses_nothing
+from .common import stored_pointer_shadow
 
 ShadowLookup = Callable[[Value], "Value | None"]
 
@@ -52,12 +52,9 @@ def reads_taped_shadows(fn: Function, info: ActivityInfo) -> bool:
 def taped_shadow(diag: Diagnostics, store: Instruction, shadow: ShadowLookup) -> Value:
     """What goes into the tape's shadow where `store` tapes a pointer: its shadow (the
     shadow owner of an owner), null for a null pointer; refused for a pointer without one."""
-    v = store.operands[0]
-    s = shadow(v)
+    s = stored_pointer_shadow(store, shadow)
     if s is not None:
         return s
-    if addresses_nothing(v):
-        return NULL
     raise diag.unsupported(
         "pointer without a derivative kept on the tape of a reverse-mode derivative that is "
         "itself differentiated, beside pointers with one: the outer pass cannot tell them "

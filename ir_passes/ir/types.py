@@ -155,6 +155,15 @@ DOUBLE = FloatType("double")
 PTR = PointerType()
 
 
+def holds_pointer(t: Type) -> bool:
+    """Whether a value of type `t` carries a pointer (itself, or in an element)."""
+    if isinstance(t, StructType):
+        return any(holds_pointer(e) for e in t.elements)
+    if isinstance(t, (ArrayType, VectorType)):
+        return holds_pointer(t.element)
+    return t.is_pointer
+
+
 def size_of(t: Type) -> int:
     """Allocation size in bytes (natural alignment, as on x86-64 / aarch64)."""
     if isinstance(t, IntType):
