@@ -38,7 +38,7 @@ STATUSES = ("ok", "refused", "wrong", "crash", "skipped")
 
 
 def run(items: list[tuple[int, str]], features, jobs: int = 1, batch: int = 25,
-        timeout: int = 300, progress=None) -> list[dict]:
+        timeout: float = 300, progress=None) -> list[dict]:
     """One record per (seed, opt level) of `items`: seed, opt, status, mode, message."""
     chunks = [items[i:i + batch] for i in range(0, len(items), batch)]
     lock, records = threading.Lock(), []
@@ -56,7 +56,7 @@ def run(items: list[tuple[int, str]], features, jobs: int = 1, batch: int = 25,
     return sorted(records, key=lambda r: (r["seed"], r["opt"]))
 
 
-def _run_chunk(items: list, features, timeout: int):
+def _run_chunk(items: list, features, timeout: float):
     """Records for `items`, restarting the worker after each crash."""
     while items:
         cmd = [sys.executable, "-m", "tests.support.crandom", "--worker",
@@ -91,7 +91,7 @@ def _run_chunk(items: list, features, timeout: int):
         items = [it for it in left if it != current]
 
 
-def _worker(specs: list[str], features, timeout: int) -> None:
+def _worker(specs: list[str], features, timeout: float) -> None:
     _die_with_parent()
     from tests.support.ccheck import check
     for spec in specs:
@@ -99,9 +99,9 @@ def _worker(specs: list[str], features, timeout: int) -> None:
         print(f"START {seed} {opt}", flush=True)
         prog = generate(int(seed), features)
         signal.signal(signal.SIGALRM, signal.SIG_DFL)     # a hang kills the worker
-        signal.alarm(timeout)
+        signal.setitimer(signal.ITIMER_REAL, timeout)
         out = check(prog, opt)
-        signal.alarm(0)
+        signal.setitimer(signal.ITIMER_REAL, 0)
         print("RESULT " + json.dumps({"seed": int(seed), "opt": opt, "status": out.status,
                                       "mode": out.mode, "message": out.message,
                                       "features": sorted(features)}), flush=True)
@@ -188,7 +188,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--alternate", action="store_true",
                     help="each seed at one level, cycling through --opt (half the work)")
     ap.add_argument("--batch", type=int, default=25, help="programs per worker process")
-    ap.add_argument("--timeout", type=int, default=300, help="seconds per program")
+    ap.add_argument("--timeout", type=float, default=300, help="seconds per program")
     ap.add_argument("--json", help="append the records to this file as they come (JSON lines)")
     ap.add_argument("--report", metavar="FILE", help="print the report of a --json file")
     ap.add_argument("-v", "--verbose", action="store_true", help="print sources and reports")
